@@ -1,0 +1,41 @@
+# herdlab: a lab for thundering herds.
+# Needs only Go (see go.mod for the version) and make.
+
+GO        ?= go
+BIN       := bin/herdlab
+SCENARIO  ?= scenarios/thundering-herd.yaml
+BENCHCOUNT ?= 6
+FUZZTIME  ?= 10s
+
+.PHONY: all build test bench demo lint fuzz clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/herdlab
+
+# test: formatting, vet, then every test with the race detector.
+test: lint
+	$(GO) test -race -count=1 ./...
+
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+# bench: every benchmark, $(BENCHCOUNT) times, in a form benchstat compares:
+#   make bench > old.txt; (change); make bench > new.txt; benchstat old.txt new.txt
+bench:
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./...
+
+# fuzz: each fuzz target for $(FUZZTIME).
+fuzz:
+	$(GO) test ./strategies -run='^$$' -fuzz=FuzzRetryAfter -fuzztime=$(FUZZTIME)
+	$(GO) test ./scenarios -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME)
+
+# demo: the main job on the default scenario (the article's thundering herd).
+demo: build
+	./$(BIN) validate $(SCENARIO)
+
+clean:
+	rm -rf bin out

@@ -1,0 +1,166 @@
+// Command herdlab studies thundering herds: it runs every retry strategy
+// of a scenario file against the same server and outage and shows what
+// each does to the server.
+//
+// Run `herdlab help` for the commands.
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+	"sort"
+	"strings"
+
+	flag "github.com/spf13/pflag"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = ""
+
+// Exit codes, as in DESIGN.md.
+const (
+	exitOK       = 0
+	exitFailed   = 1 // a check failed or the run failed
+	exitBadInput = 2 // unreadable or invalid scenario, bad flags
+)
+
+// command is one subcommand: its flags are parsed by run itself.
+type command struct {
+	summary string
+	usage   string // after "herdlab NAME "
+	flags   func(*flag.FlagSet)
+	run     func(c *cli, fs *flag.FlagSet) int
+}
+
+// cli is what every command writes to.
+type cli struct {
+	stdout, stderr io.Writer
+}
+
+var commands = map[string]*command{
+	"validate": validateCmd,
+	"version":  versionCmd,
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run runs the command line args and returns the exit code.
+func run(args []string, stdout, stderr io.Writer) int {
+	c := &cli{stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		c.usage(stderr)
+		return exitBadInput
+	}
+	name, rest := args[0], args[1:]
+	switch name {
+	case "help", "-h", "--help":
+		return c.help(rest)
+	}
+	cmd, ok := commands[name]
+	if !ok {
+		fmt.Fprintf(stderr, "herdlab: unknown command %q\n\n", name)
+		c.usage(stderr)
+		return exitBadInput
+	}
+	fs := newFlagSet(name, cmd, stderr)
+	if err := fs.Parse(rest); err != nil {
+		if err == flag.ErrHelp {
+			fs.SetOutput(stdout)
+			fs.Usage()
+			return exitOK
+		}
+		fmt.Fprintf(stderr, "herdlab %s: %v\nRun 'herdlab help %s' for usage.\n", name, err, name)
+		return exitBadInput
+	}
+	return cmd.run(c, fs)
+}
+
+func newFlagSet(name string, cmd *command, out io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(out)
+	fs.SortFlags = false
+	if cmd.flags != nil {
+		cmd.flags(fs)
+	}
+	fs.Usage = func() {
+		w := fs.Output()
+		fmt.Fprintf(w, "Usage: herdlab %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
+		if fs.HasAvailableFlags() {
+			fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+		}
+	}
+	return fs
+}
+
+func (c *cli) help(args []string) int {
+	if len(args) == 0 {
+		c.usage(c.stdout)
+		return exitOK
+	}
+	cmd, ok := commands[args[0]]
+	if !ok {
+		fmt.Fprintf(c.stderr, "herdlab help: unknown command %q\n\n", args[0])
+		c.usage(c.stderr)
+		return exitBadInput
+	}
+	fs := newFlagSet(args[0], cmd, c.stdout)
+	fs.Usage()
+	return exitOK
+}
+
+func (c *cli) usage(w io.Writer) {
+	fmt.Fprint(w, `herdlab: a lab for thundering herds.
+
+Usage: herdlab COMMAND [ARGS]
+
+Commands:
+`)
+	names := make([]string, 0, len(commands))
+	for name := range commands {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		first, _, _ := strings.Cut(commands[name].summary, "\n")
+		fmt.Fprintf(w, "  %-10s %s\n", name, first)
+	}
+	fmt.Fprint(w, `
+Run 'herdlab help COMMAND' (or 'herdlab COMMAND --help') for a command's flags.
+Exit codes: 0 ok, 1 a check or run failed, 2 bad input.
+`)
+}
+
+var versionCmd = &command{
+	summary: "Print herdlab's version.",
+	run: func(c *cli, fs *flag.FlagSet) int {
+		if fs.NArg() > 0 {
+			fmt.Fprintf(c.stderr, "herdlab version: takes no arguments, got %q\n", fs.Arg(0))
+			return exitBadInput
+		}
+		fmt.Fprintf(c.stdout, "herdlab %s\n", buildVersion())
+		return exitOK
+	},
+}
+
+// buildVersion is the version set at link time, or the module version and
+// VCS revision recorded by the go command.
+func buildVersion() string {
+	if version != "" {
+		return version
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "(unknown)"
+	}
+	v := info.Main.Version
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
+}

@@ -1,0 +1,352 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Limits on what Parse accepts, so that a hostile or mistaken file cannot
+// exhaust memory: a scenario is a page of YAML, not a data set.
+const (
+	MaxFileSize = 1 << 20 // bytes
+	maxNodes    = 100_000 // YAML nodes decoded, aliases expanded
+)
+
+// Error is one problem in a scenario file, with its position. Its text is
+// `FILE:LINE:COL: field.path: what is wrong`.
+type Error struct {
+	File      string
+	Line, Col int
+	Path      string // field path, such as strategies[2].backoff.cap; empty for the file itself
+	Msg       string
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Col)
+	if e.Path != "" {
+		b.WriteString(e.Path + ": ")
+	}
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// pos is a position in the file, 1-based.
+type pos struct{ line, col int }
+
+// decoder turns a YAML node tree into Go values strictly: unknown keys,
+// duplicate keys, wrong types and bad durations are errors, and every
+// error is collected, not only the first. It records where each field path
+// was written so that later validation errors can be placed.
+type decoder struct {
+	file  string
+	errs  []*Error
+	where map[string]pos
+	nodes int
+}
+
+// nodeDecoder is implemented by types that decode themselves from a node
+// (a scalar shorthand, a keyword such as `unlimited`). It returns false to
+// fall back to the ordinary decoding of the type's kind.
+type nodeDecoder interface {
+	decodeNode(d *decoder, n *yaml.Node, path string) bool
+}
+
+// keyChecker is implemented by structs whose set of valid keys depends on
+// a value, such as a backoff's kind. It is called after the struct is
+// decoded, with the keys the file wrote.
+type keyChecker interface {
+	checkKeys(written map[string]*yaml.Node, fail func(key, msg string))
+}
+
+// defaulter is implemented by structs with defaults; the decoder calls it
+// on every struct it creates before decoding the file's values over it.
+type defaulter interface {
+	setDefaults()
+}
+
+var durationType = reflect.TypeFor[time.Duration]()
+
+func (d *decoder) failAt(n *yaml.Node, path, format string, args ...any) {
+	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// decode decodes n into v, which must be settable, at field path path.
+func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	d.nodes++
+	if d.nodes > maxNodes {
+		if d.nodes == maxNodes+1 {
+			d.failAt(n, path, "too many YAML nodes (more than %d, aliases expanded)", maxNodes)
+		}
+		return
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	d.where[path] = pos{n.Line, n.Column}
+	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+		return // `key:` or `key: ~` leaves the default
+	}
+	if v.CanAddr() {
+		if nd, ok := v.Addr().Interface().(nodeDecoder); ok && nd.decodeNode(d, n, path) {
+			return
+		}
+	}
+	if v.Type() == durationType {
+		d.duration(n, v, path)
+		return
+	}
+	switch v.Kind() {
+	case reflect.Pointer:
+		elem := reflect.New(v.Type().Elem())
+		setDefaults(elem)
+		d.decode(n, elem.Elem(), path)
+		v.Set(elem)
+	case reflect.Struct:
+		d.structure(n, v, path)
+	case reflect.Slice:
+		d.sequence(n, v, path)
+	case reflect.String:
+		if d.scalar(n, path, "a string") {
+			v.SetString(n.Value)
+		}
+	case reflect.Bool:
+		if !d.scalar(n, path, "true or false") {
+			return
+		}
+		switch n.Value {
+		case "true":
+			v.SetBool(true)
+		case "false":
+			v.SetBool(false)
+		default:
+			d.failAt(n, path, "want true or false, got %q", n.Value)
+		}
+	case reflect.Int, reflect.Int64, reflect.Int32:
+		if i, ok := d.integer(n, path); ok {
+			v.SetInt(i)
+		}
+	case reflect.Uint64:
+		if !d.scalar(n, path, "a non-negative integer") {
+			return
+		}
+		u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
+		if err != nil {
+			d.failAt(n, path, "want a non-negative integer, got %q", n.Value)
+			return
+		}
+		v.SetUint(u)
+	case reflect.Float64:
+		if !d.scalar(n, path, "a number") {
+			return
+		}
+		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			d.failAt(n, path, "want a number, got %q", n.Value)
+			return
+		}
+		v.SetFloat(f)
+	default:
+		panic(fmt.Sprintf("scenarios: cannot decode into %s", v.Type()))
+	}
+}
+
+// scalar reports whether n is a scalar, and records an error otherwise.
+func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
+	if n.Kind != yaml.ScalarNode {
+		d.failAt(n, path, "want %s, got %s", want, kindName(n))
+		return false
+	}
+	return true
+}
+
+// integer parses an integer, accepting 50_000 and integral floats such as
+// 1e6.
+func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
+	if !d.scalar(n, path, "an integer") {
+		return 0, false
+	}
+	s := strings.ReplaceAll(n.Value, "_", "")
+	if i, err := strconv.ParseInt(s, 0, 64); err == nil {
+		return i, true
+	}
+	f, err := strconv.ParseFloat(s, 64)
+	if err != nil || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
+		d.failAt(n, path, "want an integer, got %q", n.Value)
+		return 0, false
+	}
+	return int64(f), true
+}
+
+func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
+	if !d.scalar(n, path, "a duration") {
+		return
+	}
+	dur, err := parseDuration(n.Value)
+	if err != nil {
+		d.failAt(n, path, "%v", err)
+		return
+	}
+	v.SetInt(int64(dur))
+}
+
+// parseDuration parses a Go duration string; a bare 0 is allowed.
+func parseDuration(s string) (time.Duration, error) {
+	if s == "0" {
+		return 0, nil
+	}
+	dur, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("want a duration such as 250ms, 30s or 2h, got %q", s)
+	}
+	return dur, nil
+}
+
+func (d *decoder) sequence(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.SequenceNode {
+		d.failAt(n, path, "want a list, got %s", kindName(n))
+		return
+	}
+	s := reflect.MakeSlice(v.Type(), len(n.Content), len(n.Content))
+	for i, item := range n.Content {
+		setDefaults(s.Index(i).Addr())
+		d.decode(item, s.Index(i), fmt.Sprintf("%s[%d]", path, i))
+	}
+	v.Set(s)
+}
+
+func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.failAt(n, path, "want a mapping, got %s", kindName(n))
+		return
+	}
+	fields := yamlFields(v.Type())
+	written := make(map[string]*yaml.Node, len(n.Content)/2)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		name := key.Value
+		sub := join(path, name)
+		if key.Kind != yaml.ScalarNode {
+			d.failAt(key, path, "want a field name, got %s", kindName(key))
+			continue
+		}
+		if key.Tag == "!!merge" {
+			d.failAt(key, path, "merge keys (<<) are not supported: write the fields out")
+			continue
+		}
+		if _, dup := written[name]; dup {
+			d.failAt(key, sub, "duplicate field (first set on line %d)", written[name].Line)
+			continue
+		}
+		index, ok := fields[name]
+		if !ok {
+			d.failAt(key, sub, "unknown field%s", suggest(name, fields))
+			continue
+		}
+		written[name] = key
+		d.decode(val, v.Field(index), sub)
+	}
+	if kc, ok := v.Addr().Interface().(keyChecker); ok {
+		kc.checkKeys(written, func(key, msg string) {
+			d.failAt(written[key], join(path, key), "%s", msg)
+		})
+	}
+}
+
+// setDefaults applies the defaults of the struct that ptr points to, if
+// it has any.
+func setDefaults(ptr reflect.Value) {
+	if df, ok := ptr.Interface().(defaulter); ok {
+		df.setDefaults()
+	}
+}
+
+// yamlFields maps the yaml tag names of t's fields to their indexes.
+func yamlFields(t reflect.Type) map[string]int {
+	fields := make(map[string]int, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name != "" && name != "-" {
+			fields[name] = i
+		}
+	}
+	return fields
+}
+
+// suggest names the valid keys, nearest first, for an unknown key.
+func suggest(name string, fields map[string]int) string {
+	names := make([]string, 0, len(fields))
+	for k := range fields {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	for _, k := range names {
+		if strings.EqualFold(k, name) || strings.ReplaceAll(k, "_", "") == strings.ToLower(strings.NewReplacer("-", "", "_", "").Replace(name)) {
+			return fmt.Sprintf(" (did you mean %s?)", k)
+		}
+	}
+	return " (want one of " + strings.Join(names, ", ") + ")"
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func kindName(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.ScalarNode:
+		return fmt.Sprintf("%q", n.Value)
+	}
+	return "nothing"
+}
+
+// yamlLine finds the line number in a yaml.v3 syntax error.
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// syntaxError converts a yaml.v3 parse error into an Error.
+func syntaxError(file string, err error) *Error {
+	msg := err.Error()
+	line := 1
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		line, _ = strconv.Atoi(m[1])
+		msg = m[2]
+	} else {
+		msg = strings.TrimPrefix(msg, "yaml: ")
+	}
+	return &Error{File: file, Line: line, Col: 1, Msg: "not valid YAML: " + msg}
+}
+
+// joinErrors returns the problems as one error whose Unwrap lists them,
+// or nil when there are none.
+func joinErrors(errs []*Error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(errs, func(i, j int) bool {
+		if errs[i].Line != errs[j].Line {
+			return errs[i].Line < errs[j].Line
+		}
+		return errs[i].Col < errs[j].Col
+	})
+	list := make([]error, len(errs))
+	for i, e := range errs {
+		list[i] = e
+	}
+	return errors.Join(list...)
+}

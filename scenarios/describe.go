@@ -1,0 +1,90 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// Describe returns one line saying what the scenario simulates, such as
+// "50,000 requests in a burst at 0s from 50,000 senders; server: 200
+// slots x 100ms (2,000 req/s), queue 2,000; outages: refuse 0s-30s;
+// 15m0s horizon; strategies: fixed-60s, full-jitter".
+func (s *Scenario) Describe() string {
+	var b strings.Builder
+	w := s.Workload
+	a := w.Arrival
+	switch a.Kind {
+	case Burst:
+		fmt.Fprintf(&b, "%s requests in a burst at %s", count(w.Requests), a.At)
+	case Uniform:
+		fmt.Fprintf(&b, "%s requests spread evenly over %s-%s", count(w.Requests), a.From, a.Until)
+	case Poisson:
+		until := a.Until
+		if until == 0 {
+			until = s.Duration
+		}
+		fmt.Fprintf(&b, "poisson arrivals at %s/s over %s-%s", strconv.FormatFloat(a.Rate, 'f', -1, 64), a.From, until)
+		if len(a.Schedule) > 0 {
+			fmt.Fprintf(&b, " (%d rate changes)", len(a.Schedule))
+		}
+		if w.Requests > 0 {
+			fmt.Fprintf(&b, ", at most %s", count(w.Requests))
+		}
+	}
+	switch {
+	case w.Senders > 0:
+		fmt.Fprintf(&b, " from %s senders", count(w.Senders))
+	default:
+		b.WriteString(", one sender each")
+	}
+	if w.Workers > 0 {
+		fmt.Fprintf(&b, " of %d workers", w.Workers)
+	}
+	srv := s.Server
+	fmt.Fprintf(&b, "; server: %s slots x %s", srv.Concurrency, srv.ServiceTime)
+	if c := srv.Capacity(); !math.IsInf(c, 1) {
+		fmt.Fprintf(&b, " (%s req/s)", count(int(math.Round(c))))
+	}
+	if !srv.Queue.Unlimited() {
+		fmt.Fprintf(&b, ", queue %s", count(int(srv.Queue)))
+	}
+	if len(srv.Outages) > 0 {
+		parts := make([]string, len(srv.Outages))
+		for i, o := range srv.Outages {
+			parts[i] = fmt.Sprintf("%s %s-%s", o.Mode, o.Start, o.End())
+		}
+		fmt.Fprintf(&b, "; outages: %s", strings.Join(parts, ", "))
+	} else {
+		b.WriteString("; no outage")
+	}
+	fmt.Fprintf(&b, "; %s horizon", s.Duration)
+	if s.Runs > 1 {
+		fmt.Fprintf(&b, ", %d runs", s.Runs)
+	}
+	names := make([]string, len(s.Strategies))
+	for i, st := range s.Strategies {
+		names[i] = st.Name
+	}
+	fmt.Fprintf(&b, "; strategies: %s", strings.Join(names, ", "))
+	return b.String()
+}
+
+// count formats n with thousands separators: 50000 -> 50,000.
+func count(n int) string {
+	s := strconv.Itoa(n)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}

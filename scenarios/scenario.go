@@ -1,0 +1,378 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Scenario is one scenario file: a fleet of senders, a server with finite
+// capacity, its outages, and the retry strategies to compare against them.
+//
+// Load and Parse apply the documented defaults to every field the file
+// leaves out. A Scenario built in Go should start from Default() and
+// NewStrategy so that it gets the same defaults.
+type Scenario struct {
+	// Name names the output folder; default: the file's name without its
+	// extension. Letters, digits, '.', '_' and '-' only.
+	Name        string `yaml:"name"`
+	Description string `yaml:"description"`
+	// Seed seeds every random draw of the run; default 1.
+	Seed uint64 `yaml:"seed"`
+	// Runs is the number of independent replications, with seeds derived
+	// from Seed; default 1.
+	Runs int `yaml:"runs"`
+	// Duration is the simulated horizon; default 15m.
+	Duration time.Duration `yaml:"duration"`
+	// Bucket is the width of a histogram bucket; default 1s.
+	Bucket     time.Duration `yaml:"bucket"`
+	Server     Server        `yaml:"server"`
+	Network    Network       `yaml:"network"`
+	Workload   Workload      `yaml:"workload"`
+	DLQ        DLQ           `yaml:"dlq"`
+	Strategies []Strategy    `yaml:"strategies"`
+}
+
+// Default returns a scenario with every default set and no strategy.
+func Default() Scenario {
+	var s Scenario
+	s.setDefaults()
+	return s
+}
+
+func (s *Scenario) setDefaults() {
+	s.Seed = 1
+	s.Runs = 1
+	s.Duration = 15 * time.Minute
+	s.Bucket = time.Second
+	s.Server.setDefaults()
+	s.Workload.setDefaults()
+}
+
+// Server is the model of the dependency under load.
+type Server struct {
+	// Concurrency is how many requests are served at once; default
+	// unlimited.
+	Concurrency Limit `yaml:"concurrency"`
+	// ServiceTime is the time to serve one request; default constant
+	// 100ms.
+	ServiceTime Dist `yaml:"service_time"`
+	// Queue is the waiting room for requests when every slot is busy;
+	// overflow is answered 503. Default unlimited.
+	Queue   Limit    `yaml:"queue"`
+	Outages []Outage `yaml:"outages"`
+	// FailureProbability is the chance that an attempt fails with a 503
+	// on its own, as a flaky dependency; default 0.
+	FailureProbability float64 `yaml:"failure_probability"`
+	// Slowdown is added to the service time for each request already in
+	// service when one starts: base + Slowdown * in service. Default 0.
+	Slowdown time.Duration `yaml:"slowdown"`
+	// DropExpired skips work whose sender has already timed out, instead
+	// of serving it to no one; default false.
+	DropExpired bool `yaml:"drop_expired"`
+	// Warmup ramps capacity up after each outage; default none.
+	Warmup Warmup `yaml:"warmup"`
+	// RateLimit answers 429 beyond a token-bucket rate; default none.
+	RateLimit *RateLimit `yaml:"rate_limit"`
+	// ResponseLoss is the chance that a processed request's answer is
+	// lost, so the sender sees a reset; default 0.
+	ResponseLoss float64 `yaml:"response_loss"`
+	// Idempotency answers repeats of a processed request from a cache
+	// instead of processing them again; default false.
+	Idempotency bool `yaml:"idempotency"`
+}
+
+func (s *Server) setDefaults() {
+	s.Concurrency = Unlimited
+	s.Queue = Unlimited
+	s.ServiceTime = Dist{Kind: Constant, Mean: 100 * time.Millisecond}
+}
+
+// Capacity returns the server's capacity in requests per second:
+// concurrency / mean service time. It is +Inf when concurrency is
+// unlimited.
+func (s *Server) Capacity() float64 {
+	if s.Concurrency.Unlimited() {
+		return math.Inf(1)
+	}
+	return float64(s.Concurrency) / s.ServiceTime.Mean.Seconds()
+}
+
+// Outage is a window in which the server does not serve.
+type Outage struct {
+	Start    time.Duration `yaml:"start"`
+	Duration time.Duration `yaml:"duration"`
+	// Mode is how the server fails: refuse (connections refused, the
+	// attempt fails at once), timeout (no answer until the sender gives
+	// up) or error (a fast 503). Default refuse.
+	Mode string `yaml:"mode"`
+}
+
+func (o *Outage) setDefaults() { o.Mode = Refuse }
+
+// End returns when the outage ends.
+func (o Outage) End() time.Duration { return o.Start + o.Duration }
+
+// The outage modes.
+const (
+	Refuse      = "refuse"
+	TimeoutMode = "timeout"
+	ErrorMode   = "error"
+)
+
+// Warmup is a capacity ramp after each outage: capacity starts at From
+// (a fraction of full) and grows linearly to full over Duration. The zero
+// value is no warmup.
+type Warmup struct {
+	Duration time.Duration `yaml:"duration"`
+	From     float64       `yaml:"from"`
+}
+
+// RateLimit is a token bucket in front of the server: Rate tokens per
+// second, at most Burst saved up. A request without a token is answered
+// 429 with a Retry-After hint.
+type RateLimit struct {
+	Rate  float64 `yaml:"rate"`
+	Burst int     `yaml:"burst"`
+	// RetryAfter is the hint sent with a 429: a fixed duration, or 0
+	// (`auto` in the file, the default) for the time until a token is
+	// free.
+	RetryAfter AutoDuration `yaml:"retry_after"`
+	// Format is how the hint is written: seconds (delta-seconds, the
+	// default) or http-date.
+	Format string `yaml:"format"`
+}
+
+func (r *RateLimit) setDefaults() {
+	r.Format = "seconds"
+}
+
+// Network is the path between senders and server.
+type Network struct {
+	// Latency is the delay of each hop, request and response; nil means
+	// none.
+	Latency *Dist `yaml:"latency"`
+}
+
+// Workload is the requests the senders make.
+type Workload struct {
+	// Requests is how many requests are made: required for burst and
+	// uniform arrivals, an optional cap for poisson (0 = no cap).
+	Requests int     `yaml:"requests"`
+	Arrival  Arrival `yaml:"arrival"`
+	// Senders is the number of independent senders, each with its own
+	// breaker and budget, requests dealt to them in turn; 0 (the default)
+	// means one sender per request.
+	Senders int `yaml:"senders"`
+	// Workers is each sender's dispatcher pool: at most Workers attempts
+	// in flight per sender, the rest waiting in the sender's queue; a
+	// request waiting for its backoff holds no worker. 0 (the default)
+	// means unlimited.
+	Workers int `yaml:"workers"`
+}
+
+func (w *Workload) setDefaults() { w.Arrival.Kind = Burst }
+
+// Arrival says when requests are created.
+type Arrival struct {
+	// Kind is burst (all at At), poisson (at Rate per second from From to
+	// Until, with Schedule overriding the rate in windows) or uniform
+	// (Requests spread evenly from From to Until). Default burst.
+	Kind string        `yaml:"kind"`
+	At   time.Duration `yaml:"at"`
+	Rate float64       `yaml:"rate"`
+	From time.Duration `yaml:"from"`
+	// Until ends poisson and uniform arrivals; 0 means the horizon for
+	// poisson.
+	Until    time.Duration `yaml:"until"`
+	Schedule []RateStep    `yaml:"schedule"`
+}
+
+// The arrival kinds.
+const (
+	Burst   = "burst"
+	Poisson = "poisson"
+	Uniform = "uniform"
+)
+
+// RateStep sets a poisson arrival rate from From to Until.
+type RateStep struct {
+	From  time.Duration `yaml:"from"`
+	Until time.Duration `yaml:"until"`
+	Rate  float64       `yaml:"rate"`
+}
+
+var arrivalKeys = map[string][]string{
+	Burst:   {"at"},
+	Poisson: {"rate", "from", "until", "schedule"},
+	Uniform: {"from", "until"},
+}
+
+func (a *Arrival) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	checkKindKeys(a.Kind, arrivalKeys, written, fail)
+}
+
+// DLQ is the dead-letter queue.
+type DLQ struct {
+	// Replay, when set, sends every dead letter back at a time and rate,
+	// with fresh attempt counts.
+	Replay *Replay `yaml:"replay"`
+}
+
+// Replay is a bulk replay of the dead-letter queue at At, Rate requests
+// per second.
+type Replay struct {
+	At   time.Duration `yaml:"at"`
+	Rate float64       `yaml:"rate"`
+}
+
+// Limit is a count that may be unlimited, written as a number or as
+// `unlimited` in a file.
+type Limit int
+
+// Unlimited is the Limit without a bound.
+const Unlimited Limit = -1
+
+// Unlimited reports whether l has no bound.
+func (l Limit) Unlimited() bool { return l < 0 }
+
+func (l Limit) String() string {
+	if l.Unlimited() {
+		return "unlimited"
+	}
+	return strconv.Itoa(int(l))
+}
+
+func (l *Limit) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind == yaml.ScalarNode && n.Value == "unlimited" {
+		*l = Unlimited
+		return true
+	}
+	i, ok := d.integer(n, path)
+	if ok {
+		if i < 0 {
+			d.failAt(n, path, "must be a number >= 0 or unlimited, got %d", i)
+			return true
+		}
+		*l = Limit(i)
+	}
+	return true
+}
+
+// AutoDuration is a duration where 0 means "work it out", written `auto`
+// in a file.
+type AutoDuration time.Duration
+
+func (a *AutoDuration) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind == yaml.ScalarNode && n.Value == "auto" {
+		*a = 0
+		return true
+	}
+	if !d.scalar(n, path, "auto or a duration") {
+		return true
+	}
+	dur, err := parseDuration(n.Value)
+	if err != nil {
+		d.failAt(n, path, "want auto or a duration such as 2s, got %q", n.Value)
+		return true
+	}
+	*a = AutoDuration(dur)
+	return true
+}
+
+func (a AutoDuration) String() string {
+	if a == 0 {
+		return "auto"
+	}
+	return time.Duration(a).String()
+}
+
+// Dist is a distribution of durations: {dist: constant, mean}, {dist:
+// exponential, mean}, {dist: uniform, min, max} or {dist: lognormal, mean,
+// stddev}. A bare duration such as `100ms` is a constant.
+type Dist struct {
+	Kind   string        `yaml:"dist"`
+	Mean   time.Duration `yaml:"mean"`
+	StdDev time.Duration `yaml:"stddev"`
+	Min    time.Duration `yaml:"min"`
+	Max    time.Duration `yaml:"max"`
+}
+
+// The distribution kinds.
+const (
+	Constant    = "constant"
+	Exponential = "exponential"
+	UniformDist = "uniform"
+	Lognormal   = "lognormal"
+)
+
+var distKeys = map[string][]string{
+	Constant:    {"mean"},
+	Exponential: {"mean"},
+	UniformDist: {"min", "max"},
+	Lognormal:   {"mean", "stddev"},
+}
+
+func (x *Dist) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind != yaml.ScalarNode {
+		// A mapping: decoded field by field, starting from nothing.
+		*x = Dist{}
+		return false
+	}
+	dur, err := parseDuration(n.Value)
+	if err != nil {
+		d.failAt(n, path, "want a duration or {dist: ..., mean: ...}, got %q", n.Value)
+		return true
+	}
+	*x = Dist{Kind: Constant, Mean: dur}
+	return true
+}
+
+func (x *Dist) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	checkKindKeys(x.Kind, distKeys, written, fail)
+}
+
+// MeanValue returns the distribution's mean.
+func (x Dist) MeanValue() time.Duration {
+	if x.Kind == UniformDist {
+		return (x.Min + x.Max) / 2
+	}
+	return x.Mean
+}
+
+func (x Dist) String() string {
+	switch x.Kind {
+	case Constant:
+		return x.Mean.String()
+	case UniformDist:
+		return fmt.Sprintf("uniform %s..%s", x.Min, x.Max)
+	case Lognormal:
+		return fmt.Sprintf("lognormal mean %s sd %s", x.Mean, x.StdDev)
+	}
+	return x.Kind + " mean " + x.Mean.String()
+}
+
+// checkKindKeys reports the written keys that the kind does not use.
+// Keys not in any kind's list (such as "kind" itself) are always allowed.
+func checkKindKeys(kind string, uses map[string][]string, written map[string]*yaml.Node, fail func(key, msg string)) {
+	used, known := uses[kind]
+	if !known {
+		return // the kind itself is reported by Validate
+	}
+	all := map[string]bool{}
+	for _, keys := range uses {
+		for _, k := range keys {
+			all[k] = true
+		}
+	}
+	for key := range written {
+		if all[key] && !slices.Contains(used, key) {
+			fail(key, fmt.Sprintf("not used by %s (it uses %s)", kind, strings.Join(used, ", ")))
+		}
+	}
+}

@@ -1,0 +1,335 @@
+package scenarios
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// FieldError is a problem with one field of a scenario, found by Validate.
+// Load and Parse turn it into an Error with the field's position.
+type FieldError struct {
+	Path string // such as strategies[2].backoff.cap
+	Msg  string
+}
+
+func (e *FieldError) Error() string { return e.Path + ": " + e.Msg }
+
+// problems collects FieldErrors.
+type problems []error
+
+func (p *problems) add(path, format string, args ...any) {
+	*p = append(*p, &FieldError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// oneOf reports value unless it is one of valid.
+func (p *problems) oneOf(path, value string, valid ...string) bool {
+	for _, v := range valid {
+		if value == v {
+			return true
+		}
+	}
+	if value == "" {
+		p.add(path, "missing (want one of %s)", strings.Join(valid, ", "))
+	} else {
+		p.add(path, "unknown value %q (want one of %s)", value, strings.Join(valid, ", "))
+	}
+	return false
+}
+
+func (p *problems) positive(path string, d time.Duration) {
+	if d <= 0 {
+		p.add(path, "must be > 0, got %s", d)
+	}
+}
+
+func (p *problems) nonNegative(path string, d time.Duration) {
+	if d < 0 {
+		p.add(path, "must be >= 0, got %s", d)
+	}
+}
+
+func (p *problems) probability(path string, x float64) {
+	if x < 0 || x > 1 {
+		p.add(path, "must be a probability in [0,1], got %v", x)
+	}
+}
+
+var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// Validate reports every problem in s, each a *FieldError, joined with
+// errors.Join. It returns nil for a scenario that can be run.
+func (s *Scenario) Validate() error {
+	var p problems
+	if !nameRE.MatchString(s.Name) {
+		p.add("name", "want letters, digits, '.', '_' or '-' (it names the output folder), got %q", s.Name)
+	}
+	if s.Runs < 1 {
+		p.add("runs", "must be >= 1, got %d", s.Runs)
+	}
+	p.positive("duration", s.Duration)
+	p.positive("bucket", s.Bucket)
+	if s.Bucket > 0 && s.Duration/s.Bucket > 10_000_000 {
+		p.add("bucket", "%s makes %d buckets over %s; at most 10,000,000", s.Bucket, s.Duration/s.Bucket, s.Duration)
+	}
+	s.Server.validate(&p)
+	for i, o := range s.Server.Outages {
+		if o.Start >= s.Duration {
+			p.add(fmt.Sprintf("server.outages[%d].start", i), "%s is not before the horizon (duration %s)", o.Start, s.Duration)
+		}
+	}
+	if s.Network.Latency != nil {
+		s.Network.Latency.validate(&p, "network.latency")
+	}
+	s.Workload.validate(&p, s.Duration)
+	if r := s.DLQ.Replay; r != nil {
+		p.nonNegative("dlq.replay.at", r.At)
+		if r.Rate <= 0 {
+			p.add("dlq.replay.rate", "must be > 0 requests per second, got %v", r.Rate)
+		}
+	}
+	if len(s.Strategies) == 0 {
+		p.add("strategies", "at least one strategy is needed")
+	}
+	seen := map[string]int{}
+	for i, st := range s.Strategies {
+		path := fmt.Sprintf("strategies[%d]", i)
+		if first, dup := seen[st.Name]; dup {
+			p.add(path+".name", "duplicate strategy name %q (also strategies[%d])", st.Name, first)
+		} else if st.Name != "" {
+			seen[st.Name] = i
+		}
+		st.validate(&p, path)
+	}
+	return errors.Join(p...)
+}
+
+func (s *Server) validate(p *problems) {
+	if s.Concurrency == 0 {
+		p.add("server.concurrency", "must be >= 1 or unlimited, got 0")
+	}
+	s.ServiceTime.validate(p, "server.service_time")
+	for i, o := range s.Outages {
+		path := fmt.Sprintf("server.outages[%d]", i)
+		p.nonNegative(path+".start", o.Start)
+		p.positive(path+".duration", o.Duration)
+		p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode)
+		if i > 0 && o.Start < s.Outages[i-1].End() {
+			p.add(path+".start", "%s is before the end of the previous outage (%s): list outages in order, without overlap", o.Start, s.Outages[i-1].End())
+		}
+	}
+	p.probability("server.failure_probability", s.FailureProbability)
+	p.nonNegative("server.slowdown", s.Slowdown)
+	if s.Warmup != (Warmup{}) {
+		p.positive("server.warmup.duration", s.Warmup.Duration)
+		if s.Warmup.From <= 0 || s.Warmup.From > 1 {
+			p.add("server.warmup.from", "must be a fraction of capacity in (0,1], got %v", s.Warmup.From)
+		}
+	}
+	if r := s.RateLimit; r != nil {
+		if r.Rate <= 0 {
+			p.add("server.rate_limit.rate", "must be > 0 requests per second, got %v", r.Rate)
+		}
+		if r.Burst < 1 {
+			p.add("server.rate_limit.burst", "must be >= 1, got %d", r.Burst)
+		}
+		p.nonNegative("server.rate_limit.retry_after", time.Duration(r.RetryAfter))
+		if _, err := strategies.ParseRetryAfterFormat(r.Format); err != nil {
+			p.oneOf("server.rate_limit.format", r.Format, "seconds", "http-date")
+		}
+	}
+	p.probability("server.response_loss", s.ResponseLoss)
+}
+
+func (x *Dist) validate(p *problems, path string) {
+	if !p.oneOf(path+".dist", x.Kind, Constant, Exponential, UniformDist, Lognormal) {
+		return
+	}
+	switch x.Kind {
+	case UniformDist:
+		p.nonNegative(path+".min", x.Min)
+		if x.Max <= x.Min {
+			p.add(path+".max", "must be > min (%s), got %s", x.Min, x.Max)
+		}
+	case Lognormal:
+		p.positive(path+".mean", x.Mean)
+		p.positive(path+".stddev", x.StdDev)
+	default:
+		p.positive(path+".mean", x.Mean)
+	}
+}
+
+func (w *Workload) validate(p *problems, horizon time.Duration) {
+	a := w.Arrival
+	if w.Requests < 0 {
+		p.add("workload.requests", "must be >= 0, got %d", w.Requests)
+	}
+	if p.oneOf("workload.arrival.kind", a.Kind, Burst, Poisson, Uniform) {
+		switch a.Kind {
+		case Burst:
+			p.nonNegative("workload.arrival.at", a.At)
+		case Poisson:
+			if a.Rate <= 0 && len(a.Schedule) == 0 {
+				p.add("workload.arrival.rate", "must be > 0 requests per second, got %v", a.Rate)
+			}
+			if a.Rate < 0 {
+				p.add("workload.arrival.rate", "must be >= 0, got %v", a.Rate)
+			}
+			for i, st := range a.Schedule {
+				path := fmt.Sprintf("workload.arrival.schedule[%d]", i)
+				if st.Until <= st.From {
+					p.add(path+".until", "must be after from (%s), got %s", st.From, st.Until)
+				}
+				if st.Rate < 0 {
+					p.add(path+".rate", "must be >= 0, got %v", st.Rate)
+				}
+			}
+		}
+		if a.Kind != Burst {
+			p.nonNegative("workload.arrival.from", a.From)
+			if (a.Until != 0 || a.Kind == Uniform) && a.Until <= a.From {
+				p.add("workload.arrival.until", "must be after from (%s), got %s", a.From, a.Until)
+			}
+		}
+		if a.Kind != Poisson && w.Requests < 1 {
+			p.add("workload.requests", "must be >= 1 for %s arrivals, got %d", a.Kind, w.Requests)
+		}
+	}
+	if w.Senders < 0 {
+		p.add("workload.senders", "must be >= 1, or 0 for one sender per request, got %d", w.Senders)
+	}
+	if w.Workers < 0 {
+		p.add("workload.workers", "must be >= 1, or 0 for unlimited, got %d", w.Workers)
+	}
+	if a.Kind == Burst && a.At >= horizon {
+		p.add("workload.arrival.at", "%s is not before the horizon (duration %s)", a.At, horizon)
+	}
+	if a.Kind != Burst && a.From >= horizon {
+		p.add("workload.arrival.from", "%s is not before the horizon (duration %s)", a.From, horizon)
+	}
+}
+
+func (s *Strategy) validate(p *problems, path string) {
+	if !nameRE.MatchString(s.Name) {
+		p.add(path+".name", "want letters, digits, '.', '_' or '-', got %q", s.Name)
+	}
+	s.Backoff.validate(p, path+".backoff")
+	if s.MaxAttempts < 0 {
+		p.add(path+".max_attempts", "must be >= 1, or 0 for unlimited, got %d", s.MaxAttempts)
+	}
+	p.nonNegative(path+".max_elapsed", s.MaxElapsed)
+	p.positive(path+".timeout", s.Timeout)
+	outcomes(p, path+".retry_on", s.RetryOn)
+	if _, err := strategies.ParseRetryAfterMode(s.RetryAfter.Mode); err != nil {
+		p.oneOf(path+".retry_after.mode", s.RetryAfter.Mode, "honor", "ignore", "max")
+	}
+	p.positive(path+".retry_after.cap", s.RetryAfter.Cap)
+	if b := s.Breaker; b != nil {
+		b.validate(p, path+".breaker")
+	}
+	if b := s.Budget; b != nil {
+		b.validate(p, path+".budget")
+	}
+}
+
+func (b *Backoff) validate(p *problems, path string) {
+	kinds := make([]string, 0, len(backoffKeys))
+	for k := range backoffKeys {
+		kinds = append(kinds, k)
+	}
+	sort.Strings(kinds)
+	if !p.oneOf(path+".kind", b.Kind, kinds...) {
+		return
+	}
+	uses := backoffKeys[b.Kind]
+	has := func(key string) bool { return slices.Contains(uses, key) }
+	if b.Kind == BackoffFixed && b.Delay == 0 {
+		p.add(path+".delay", "missing: fixed waits this long before every retry")
+	} else if b.Kind == BackoffFixed {
+		p.positive(path+".delay", b.Delay)
+	}
+	if has("base") {
+		p.positive(path+".base", b.Base)
+		if b.Cap < b.Base {
+			p.add(path+".cap", "must be >= base (%s), got %s", b.Base, b.Cap)
+		}
+	}
+	if has("multiplier") && b.Multiplier < 1 {
+		p.add(path+".multiplier", "must be >= 1, got %v", b.Multiplier)
+	}
+	if has("jitter") && (b.Jitter <= 0 || b.Jitter > 1) {
+		p.add(path+".jitter", "must be a fraction in (0,1], got %v", b.Jitter)
+	}
+}
+
+func (b *Breaker) validate(p *problems, path string) {
+	if b.Consecutive == 0 && b.FailureRatio == 0 {
+		p.add(path, "set consecutive, failure_ratio or both, or the breaker never trips")
+	}
+	if b.Consecutive < 0 {
+		p.add(path+".consecutive", "must be >= 1, got %d", b.Consecutive)
+	}
+	if b.FailureRatio < 0 || b.FailureRatio > 1 {
+		p.add(path+".failure_ratio", "must be in (0,1], got %v", b.FailureRatio)
+	}
+	p.nonNegative(path+".window", b.Window)
+	if b.FailureRatio > 0 && b.Window <= 0 {
+		p.add(path+".window", "must be > 0 with failure_ratio, got %s", b.Window)
+	}
+	if b.MinCalls < 1 {
+		p.add(path+".min_calls", "must be >= 1, got %d", b.MinCalls)
+	}
+	p.positive(path+".open_for", b.OpenFor)
+	if b.OpenJitter < 0 || b.OpenJitter >= 1 {
+		p.add(path+".open_jitter", "must be a fraction in [0,1), got %v", b.OpenJitter)
+	}
+	if b.Canaries < 1 {
+		p.add(path+".canaries", "must be >= 1, got %d", b.Canaries)
+	}
+	outcomes(p, path+".on", b.On)
+}
+
+func (b *Budget) validate(p *problems, path string) {
+	if !p.oneOf(path+".kind", b.Kind, "tokens", "quota") {
+		return
+	}
+	positive := func(key string, x float64) {
+		if x <= 0 {
+			p.add(path+"."+key, "must be > 0, got %v", x)
+		}
+	}
+	if b.Kind == "tokens" {
+		positive("max_tokens", b.MaxTokens)
+		positive("token_ratio", b.TokenRatio)
+		return
+	}
+	positive("capacity", b.Capacity)
+	positive("retry_cost", b.RetryCost)
+	positive("timeout_cost", b.TimeoutCost)
+	if b.NoRetryIncrement < 0 {
+		p.add(path+".no_retry_increment", "must be >= 0, got %v", b.NoRetryIncrement)
+	}
+}
+
+// outcomes checks a list of outcome names; nil means the default, but an
+// empty list given on purpose is a mistake.
+func outcomes(p *problems, path string, names []string) {
+	if names != nil && len(names) == 0 {
+		p.add(path, "empty list: leave it out for the default")
+	}
+	seen := map[string]bool{}
+	for i, name := range names {
+		if o, err := strategies.ParseOutcome(name); err != nil || o == strategies.Success {
+			p.oneOf(fmt.Sprintf("%s[%d]", path, i), name, "refused", "timeout", "reset", "5xx", "429", "4xx")
+		} else if seen[name] {
+			p.add(fmt.Sprintf("%s[%d]", path, i), "%q is listed twice", name)
+		}
+		seen[name] = true
+	}
+}

@@ -1,0 +1,182 @@
+package strategies
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// ErrBudgetExhausted is the error a driver reports for a retry that the
+// retry budget denied (Acquire returned false). Check it with errors.Is.
+var ErrBudgetExhausted = errors.New("strategies: retry budget exhausted")
+
+// BudgetKind says which retry budget algorithm a Budget runs.
+type BudgetKind uint8
+
+// The retry budget algorithms.
+const (
+	// BudgetTokens is gRPC's retry throttling (gRFC A6): a retry is
+	// allowed only while more than half the tokens are left.
+	BudgetTokens BudgetKind = iota
+	// BudgetQuota is the AWS SDK's standard-mode retry quota
+	// (aws-sdk-go-v2 retry.NewStandard): each retry buys its way out of a
+	// shared capacity.
+	BudgetQuota
+	numBudgetKinds
+)
+
+var budgetKindNames = [numBudgetKinds]string{"tokens", "quota"}
+
+// String returns the kind's name as written in scenario files: tokens or
+// quota.
+func (k BudgetKind) String() string {
+	if k < numBudgetKinds {
+		return budgetKindNames[k]
+	}
+	return fmt.Sprintf("BudgetKind(%d)", uint8(k))
+}
+
+// ParseBudgetKind returns the kind named s (see BudgetKind.String).
+func ParseBudgetKind(s string) (BudgetKind, error) {
+	for i, name := range budgetKindNames {
+		if name == s {
+			return BudgetKind(i), nil
+		}
+	}
+	return 0, fmt.Errorf("strategies: unknown budget kind %q (want one of %s)", s, strings.Join(budgetKindNames[:], ", "))
+}
+
+// Budget is a retry budget policy: it denies retries once a sender's
+// recent failures have used up its budget, so that retries cannot
+// multiply the load on a destination that is down. Each sender keeps one
+// BudgetState; a million senders share one Budget.
+//
+// Amounts (tokens, capacity, costs) are kept in thousandths, as grpc-java
+// does: a value is rounded to the nearest 0.001, and sums are exact.
+//
+// The zero Budget is gRPC's token budget with its example settings
+// (MaxTokens 10, TokenRatio 0.1). Every zero field means the default
+// given below; the scenario layer does not need to fill them in. A Budget
+// of an unknown Kind denies nothing. A Budget is not changed by its
+// methods and is safe for concurrent use; a BudgetState is not.
+type Budget struct {
+	Kind BudgetKind
+
+	// BudgetTokens (gRFC A6 retry throttling). The tokens start at
+	// MaxTokens. Each attempt that fails with an outcome in
+	// DefaultRetryOn (every failure but a 4xx other than 429: gRPC counts
+	// only retryable status codes) takes 1 token, down to 0; each success
+	// adds TokenRatio, up to MaxTokens; other outcomes change nothing. A
+	// retry is allowed only while tokens > MaxTokens/2. Acquire takes
+	// nothing: the failure has paid already.
+
+	// MaxTokens is the size of the token bucket; 0 means 10.
+	MaxTokens float64
+	// TokenRatio is the number of tokens a success adds back; 0 means 0.1.
+	TokenRatio float64
+
+	// BudgetQuota (aws-sdk-go-v2 standard retryer). The capacity starts
+	// at Capacity. A retry acquires RetryCost, or TimeoutCost when the
+	// failure was a Timeout, and is denied when less than that is left. A
+	// success refunds what the request's last retry acquired, or adds
+	// NoRetryIncrement when the success came at the first attempt. The
+	// capacity never exceeds Capacity; failures change nothing.
+
+	// Capacity is the size of the retry quota; 0 means 500.
+	Capacity float64
+	// RetryCost is what a retry after a failure other than a timeout
+	// costs; 0 means 5.
+	RetryCost float64
+	// TimeoutCost is what a retry after a Timeout costs; 0 means 10.
+	TimeoutCost float64
+	// NoRetryIncrement is what a success at the first attempt adds back;
+	// 0 means 1.
+	NoRetryIncrement float64
+}
+
+// BudgetState is one sender's retry budget. It holds what has been spent,
+// so the zero value is a full budget. It is 8 bytes. A BudgetState is not
+// safe for concurrent use. Use it with one Budget policy only.
+type BudgetState struct {
+	// spent is MaxTokens or Capacity minus what is left, in thousandths.
+	spent int64
+}
+
+// budgetScale is the number of internal units in one token or one unit
+// of capacity.
+const budgetScale = 1000
+
+// Record updates the budget after an attempt ended with outcome o. cost
+// is what the attempt acquired from the budget: the cost Acquire returned
+// before a retry, and 0 for a request's first attempt.
+//
+// The driver calls Record after every attempt, then Acquire when it wants
+// to retry.
+func (b *Budget) Record(s *BudgetState, o Outcome, cost float64) {
+	switch b.Kind {
+	case BudgetTokens:
+		switch {
+		case o == Success:
+			s.spent = max(s.spent-units(b.TokenRatio, 0.1), 0)
+		case DefaultRetryOn.Has(o):
+			s.spent = min(s.spent+budgetScale, units(b.MaxTokens, 10))
+		}
+	case BudgetQuota:
+		if o != Success {
+			return
+		}
+		refund := units(cost, 0)
+		if refund <= 0 {
+			refund = units(b.NoRetryIncrement, 1)
+		}
+		s.spent = max(s.spent-refund, 0)
+	}
+}
+
+// Acquire asks for a retry after an attempt that failed with outcome o
+// (already passed to Record). It returns false when the budget denies the
+// retry (see ErrBudgetExhausted); a denial changes nothing. Otherwise it
+// returns the cost taken from the budget, which the driver passes to
+// Record with the outcome of the retry: always 0 for BudgetTokens, and
+// RetryCost or TimeoutCost for BudgetQuota.
+func (b *Budget) Acquire(s *BudgetState, o Outcome) (cost float64, ok bool) {
+	switch b.Kind {
+	case BudgetTokens:
+		maxTokens := units(b.MaxTokens, 10)
+		return 0, 2*(maxTokens-s.spent) > maxTokens
+	case BudgetQuota:
+		c := units(b.RetryCost, 5)
+		if o == Timeout {
+			c = units(b.TimeoutCost, 10)
+		}
+		if units(b.Capacity, 500)-s.spent < c {
+			return 0, false
+		}
+		s.spent += c
+		return float64(c) / budgetScale, true
+	}
+	return 0, true
+}
+
+// Available returns what is left of the budget: tokens for BudgetTokens,
+// capacity for BudgetQuota, and 0 for an unknown Kind. It is meant for
+// tests and metrics.
+func (b *Budget) Available(s *BudgetState) float64 {
+	switch b.Kind {
+	case BudgetTokens:
+		return float64(units(b.MaxTokens, 10)-s.spent) / budgetScale
+	case BudgetQuota:
+		return float64(units(b.Capacity, 500)-s.spent) / budgetScale
+	}
+	return 0
+}
+
+// units converts x, or def when x is 0, to thousandths, rounding to the
+// nearest.
+func units(x, def float64) int64 {
+	if x == 0 {
+		x = def
+	}
+	return int64(math.Round(x * budgetScale))
+}

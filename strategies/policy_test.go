@@ -1,0 +1,204 @@
+package strategies
+
+import (
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// attempt runs one Begin/Done round for a request whose attempt gets res.
+func attempt(p *Policy, sd *Sender, q *Request, now time.Duration, res Result, r *rand.Rand) Decision {
+	permit, d, ok := p.Begin(sd, q, now, r)
+	if !ok {
+		return d
+	}
+	return p.Done(sd, q, permit, now, res, r)
+}
+
+func fail(o Outcome) Result { return Result{Outcome: o} }
+
+func TestPolicyMaxAttempts(t *testing.T) {
+	p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 3}
+	var sd Sender
+	var q Request
+	r := rand.New(rand.NewPCG(1, 1))
+	assert.Equal(t, Decision{Action: Retry, Wait: 1 * s}, attempt(p, &sd, &q, 0, fail(Refused), r))
+	assert.Equal(t, Decision{Action: Retry, Wait: 2 * s}, attempt(p, &sd, &q, 1*s, fail(Refused), r))
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: MaxAttempts}, attempt(p, &sd, &q, 3*s, fail(Refused), r))
+	assert.Equal(t, int32(3), q.Attempts)
+}
+
+func TestPolicyDeliverAndNotRetryable(t *testing.T) {
+	p := &Policy{Backoff: Fixed{Delay: s}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+
+	var q Request
+	assert.Equal(t, Deliver, attempt(p, &sd, &q, 0, Result{Outcome: Success}, r).Action)
+
+	tests := []struct {
+		o    Outcome
+		want Action
+	}{
+		{Refused, Retry}, {Timeout, Retry}, {Reset, Retry}, {ServerError, Retry},
+		{TooManyRequests, Retry}, {ClientError, DeadLetter},
+	}
+	for _, tt := range tests {
+		t.Run(tt.o.String(), func(t *testing.T) {
+			var q Request
+			d := attempt(p, &sd, &q, 0, fail(tt.o), r)
+			assert.Equal(t, tt.want, d.Action)
+			if tt.want == DeadLetter {
+				assert.Equal(t, NotRetryable, d.Reason)
+			}
+		})
+	}
+
+	// A configured set replaces the default.
+	only := &Policy{RetryOn: Outcomes(Timeout)}
+	var q2 Request
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: NotRetryable}, attempt(only, &sd, &q2, 0, fail(Refused), r))
+	assert.Equal(t, Retry, attempt(only, &sd, &q2, 0, fail(Timeout), r).Action)
+}
+
+func TestPolicyMaxElapsed(t *testing.T) {
+	p := &Policy{Backoff: Fixed{Delay: 10 * s}, MaxElapsed: 25 * s}
+	var sd Sender
+	var q Request
+	r := rand.New(rand.NewPCG(1, 1))
+	// First attempt at 5s; elapsed is measured from there.
+	assert.Equal(t, Retry, attempt(p, &sd, &q, 5*s, fail(Refused), r).Action)  // next at 15s
+	assert.Equal(t, Retry, attempt(p, &sd, &q, 15*s, fail(Refused), r).Action) // next at 25s
+	// A retry at 35s would be 30s after the first attempt: give up now.
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: MaxElapsed}, attempt(p, &sd, &q, 25*s, fail(Refused), r))
+	assert.Equal(t, 5*s, q.First)
+
+	// A retry landing exactly on the limit is still made.
+	var q2 Request
+	p.MaxElapsed = 20 * s
+	assert.Equal(t, Retry, attempt(p, &sd, &q2, 0, fail(Refused), r).Action)
+	assert.Equal(t, Retry, attempt(p, &sd, &q2, 10*s, fail(Refused), r).Action)
+	assert.Equal(t, MaxElapsed, attempt(p, &sd, &q2, 20*s, fail(Refused), r).Reason)
+}
+
+func TestPolicyRetryAfter(t *testing.T) {
+	backoff := Exponential{Base: s, Cap: 60 * s}
+	hint := func(d time.Duration) Result {
+		return Result{Outcome: TooManyRequests, RetryAfter: d, HasRetryAfter: true}
+	}
+	r := rand.New(rand.NewPCG(1, 1))
+	tests := []struct {
+		name string
+		mode RetryAfterMode
+		cap  time.Duration
+		res  []Result
+		want []time.Duration
+	}{
+		{"honor waits exactly the hint", RetryAfterHonor, 0, []Result{hint(7 * s)}, []time.Duration{7 * s}},
+		{"honor is capped", RetryAfterHonor, 30 * s, []Result{hint(72 * time.Hour)}, []time.Duration{30 * s}},
+		{"zero cap means the default cap", RetryAfterHonor, 0, []Result{hint(72 * time.Hour)}, []time.Duration{DefaultRetryAfterCap}},
+		{"ignore uses the backoff", RetryAfterIgnore, 0, []Result{hint(7 * s), hint(7 * s)}, []time.Duration{1 * s, 2 * s}},
+		{"max takes the larger", RetryAfterMax, 0, []Result{hint(3 * s), hint(0), hint(0)}, []time.Duration{3 * s, 2 * s, 4 * s}},
+		{"no hint uses the backoff", RetryAfterHonor, 0, []Result{fail(TooManyRequests), fail(TooManyRequests)}, []time.Duration{1 * s, 2 * s}},
+		{
+			// The article: after a 429 wait, later 5xx failures resume the
+			// exponential sequence where it left off.
+			"5xx after 429 resumes the sequence", RetryAfterHonor, 0,
+			[]Result{fail(ServerError), fail(ServerError), hint(120 * s), fail(ServerError), fail(ServerError)},
+			[]time.Duration{1 * s, 2 * s, 120 * s, 4 * s, 8 * s},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &Policy{Backoff: backoff, RetryAfter: RetryAfter{Mode: tt.mode, Cap: tt.cap}}
+			var sd Sender
+			var q Request
+			var got []time.Duration
+			for _, res := range tt.res {
+				d := attempt(p, &sd, &q, 0, res, r)
+				require.Equal(t, Retry, d.Action)
+				got = append(got, d.Wait)
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestPolicyBudgetDeniesRetry(t *testing.T) {
+	// gRPC throttling, 10 tokens: retries stop once tokens <= 5, that is
+	// after the fifth failure of the sender.
+	p := &Policy{Backoff: Fixed{Delay: s}, Budget: &Budget{Kind: BudgetTokens, MaxTokens: 10, TokenRatio: 0.1}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	var actions []Decision
+	for i := range 6 {
+		var q Request
+		actions = append(actions, attempt(p, &sd, &q, time.Duration(i)*s, fail(ServerError), r))
+	}
+	for i := range 4 {
+		assert.Equal(t, Retry, actions[i].Action, "failure %d", i+1)
+	}
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: BudgetDenied}, actions[4])
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: BudgetDenied}, actions[5])
+}
+
+func TestPolicyQuotaRefundsOnSuccess(t *testing.T) {
+	p := &Policy{Backoff: Fixed{Delay: s}, Budget: &Budget{Kind: BudgetQuota, Capacity: 10, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	var q Request
+	require.Equal(t, Retry, attempt(p, &sd, &q, 0, fail(ServerError), r).Action)
+	assert.InDelta(t, 5, p.Budget.Available(&sd.Budget), 1e-9)
+	require.Equal(t, Deliver, attempt(p, &sd, &q, s, Result{Outcome: Success}, r).Action)
+	assert.InDelta(t, 10, p.Budget.Available(&sd.Budget), 1e-9, "the retry's cost is refunded")
+}
+
+func TestPolicyBreakerShortCircuits(t *testing.T) {
+	br := &Breaker{Consecutive: 2, OpenFor: time.Minute}
+	r := rand.New(rand.NewPCG(1, 1))
+	for _, counts := range []bool{false, true} {
+		p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 4, Breaker: br, ShortCircuitIsAttempt: counts}
+		var sd Sender
+		var a, b Request
+		require.Equal(t, Retry, attempt(p, &sd, &a, 0, fail(Refused), r).Action)
+		require.Equal(t, Retry, attempt(p, &sd, &b, 0, fail(Refused), r).Action) // trips
+		require.Equal(t, BreakerOpen, br.Status(&sd.Breaker, s))
+
+		// While open, a try makes no attempt and waits its backoff delay.
+		_, d, ok := p.Begin(&sd, &a, s, r)
+		assert.False(t, ok)
+		assert.Equal(t, Decision{Action: Retry, Wait: 2 * s}, d, "the backoff sequence goes on")
+		want := int32(1)
+		if counts {
+			want = 2
+		}
+		assert.Equal(t, want, a.Attempts, "short-circuit counts as an attempt: %v", counts)
+	}
+}
+
+func TestStateIsSmall(t *testing.T) {
+	// A million senders and requests must fit in memory: state is small.
+	assert.LessOrEqual(t, unsafe.Sizeof(Request{}), uintptr(32), "Request")
+	assert.LessOrEqual(t, unsafe.Sizeof(Sender{}), uintptr(64), "Sender")
+	t.Logf("Request %d bytes, Sender %d bytes (BreakerState %d, BudgetState %d)",
+		unsafe.Sizeof(Request{}), unsafe.Sizeof(Sender{}), unsafe.Sizeof(BreakerState{}), unsafe.Sizeof(BudgetState{}))
+}
+
+func BenchmarkPolicyDone(b *testing.B) {
+	p := &Policy{Backoff: FullJitter{Base: s, Cap: 60 * s}, MaxAttempts: 10}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	b.ReportAllocs()
+	for b.Loop() {
+		var q Request
+		for range 10 {
+			if attempt(p, &sd, &q, 0, fail(Refused), r).Action != Retry {
+				break
+			}
+		}
+	}
+}
