@@ -19,6 +19,7 @@ import (
 const (
 	MaxFileSize = 1 << 20 // bytes
 	maxNodes    = 100_000 // YAML nodes decoded, aliases expanded
+	maxErrors   = 50      // problems reported for one file
 )
 
 // Error is one problem in a scenario file, with its position. Its text is
@@ -52,6 +53,7 @@ type decoder struct {
 	errs  []*Error
 	where map[string]pos
 	nodes int
+	more  bool // more than maxErrors problems
 }
 
 // nodeDecoder is implemented by types that decode themselves from a node
@@ -77,7 +79,39 @@ type defaulter interface {
 var durationType = reflect.TypeFor[time.Duration]()
 
 func (d *decoder) failAt(n *yaml.Node, path, format string, args ...any) {
-	d.errs = append(d.errs, &Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.add(&Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// add records a problem; past maxErrors it only notes that there are
+// more.
+func (d *decoder) add(e *Error) {
+	if len(d.errs) < maxErrors {
+		d.errs = append(d.errs, e)
+	} else {
+		d.more = true
+	}
+}
+
+// err returns every problem recorded, in file order, as one error whose
+// Unwrap lists them; nil when there is none.
+func (d *decoder) err() error {
+	if len(d.errs) == 0 {
+		return nil
+	}
+	sort.SliceStable(d.errs, func(i, j int) bool {
+		if d.errs[i].Line != d.errs[j].Line {
+			return d.errs[i].Line < d.errs[j].Line
+		}
+		return d.errs[i].Col < d.errs[j].Col
+	})
+	list := make([]error, len(d.errs), len(d.errs)+1)
+	for i, e := range d.errs {
+		list[i] = e
+	}
+	if d.more {
+		list = append(list, &Error{File: d.file, Line: 1, Col: 1, Msg: fmt.Sprintf("more than %d problems: fix these first", maxErrors)})
+	}
+	return errors.Join(list...)
 }
 
 // decode decodes n into v, which must be settable, at field path path.
@@ -330,23 +364,4 @@ func syntaxError(file string, err error) *Error {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
 	return &Error{File: file, Line: line, Col: 1, Msg: "not valid YAML: " + msg}
-}
-
-// joinErrors returns the problems as one error whose Unwrap lists them,
-// or nil when there are none.
-func joinErrors(errs []*Error) error {
-	if len(errs) == 0 {
-		return nil
-	}
-	sort.SliceStable(errs, func(i, j int) bool {
-		if errs[i].Line != errs[j].Line {
-			return errs[i].Line < errs[j].Line
-		}
-		return errs[i].Col < errs[j].Col
-	})
-	list := make([]error, len(errs))
-	for i, e := range errs {
-		list[i] = e
-	}
-	return errors.Join(list...)
 }

@@ -75,7 +75,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := s.Validate(); err != nil {
 		d.place(err)
 	}
-	if err := joinErrors(d.errs); err != nil {
+	if err := d.err(); err != nil {
 		return nil, err
 	}
 	return &s, nil
@@ -98,7 +98,7 @@ func (d *decoder) place(err error) {
 			continue
 		}
 		p := d.locate(fe.Path)
-		d.errs = append(d.errs, &Error{File: d.file, Line: p.line, Col: p.col, Path: fe.Path, Msg: fe.Msg})
+		d.add(&Error{File: d.file, Line: p.line, Col: p.col, Path: fe.Path, Msg: fe.Msg})
 	}
 }
 

@@ -80,7 +80,7 @@ func (s *Scenario) Validate() error {
 	}
 	s.Server.validate(&p)
 	for i, o := range s.Server.Outages {
-		if o.Start >= s.Duration {
+		if s.Duration > 0 && o.Start >= s.Duration {
 			p.add(fmt.Sprintf("server.outages[%d].start", i), "%s is not before the horizon (duration %s)", o.Start, s.Duration)
 		}
 	}
@@ -175,11 +175,8 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 		case Burst:
 			p.nonNegative("workload.arrival.at", a.At)
 		case Poisson:
-			if a.Rate <= 0 && len(a.Schedule) == 0 {
-				p.add("workload.arrival.rate", "must be > 0 requests per second, got %v", a.Rate)
-			}
-			if a.Rate < 0 {
-				p.add("workload.arrival.rate", "must be >= 0, got %v", a.Rate)
+			if a.Rate < 0 || (a.Rate == 0 && len(a.Schedule) == 0) {
+				p.add("workload.arrival.rate", "must be > 0 requests per second (or 0 with a schedule), got %v", a.Rate)
 			}
 			for i, st := range a.Schedule {
 				path := fmt.Sprintf("workload.arrival.schedule[%d]", i)
@@ -206,6 +203,9 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	}
 	if w.Workers < 0 {
 		p.add("workload.workers", "must be >= 1, or 0 for unlimited, got %d", w.Workers)
+	}
+	if horizon <= 0 {
+		return // reported already
 	}
 	if a.Kind == Burst && a.At >= horizon {
 		p.add("workload.arrival.at", "%s is not before the horizon (duration %s)", a.At, horizon)

@@ -349,6 +349,10 @@ func TestBreakerOpenHalfOpen(t *testing.T) {
 			{at: end + 11*time.Second, ev: evRecord(success), want: stHalfOpen},
 			{at: end + 12*time.Second, ev: evRecordPermit(-1, success), want: stClosed},
 		})},
+		{"the zero Permit is ignored by a fresh breaker",
+			&strategies.Breaker{Consecutive: 1, OpenFor: time.Minute},
+			[]breakerStep{{at: 0, ev: evRecord(timeout), want: stClosed}},
+		},
 		{"OpenFor 0 turns half-open at once",
 			&strategies.Breaker{Consecutive: 1},
 			[]breakerStep{

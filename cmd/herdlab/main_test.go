@@ -1,0 +1,81 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+)
+
+// herdlab runs the command line and returns its exit code and outputs.
+func herdlab(args ...string) (code int, stdout, stderr string) {
+	var out, errOut bytes.Buffer
+	code = run(args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func TestValidate(t *testing.T) {
+	code, out, errOut := herdlab("validate", "../../scenarios/thundering-herd.yaml", "../../scenarios/testdata/valid/minimal.yaml")
+	assert.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "../../scenarios/thundering-herd.yaml: ok\n  thundering-herd: 50,000 requests in a burst")
+	assert.Contains(t, out, "../../scenarios/testdata/valid/minimal.yaml: ok\n")
+	assert.Empty(t, errOut)
+}
+
+func TestValidateReportsEveryProblemWithExit2(t *testing.T) {
+	code, out, errOut := herdlab("validate", "../../scenarios/thundering-herd.yaml", "../../scenarios/testdata/invalid/unknown-keys.yaml")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, out, "thundering-herd.yaml: ok", "valid files are still reported")
+	lines := strings.Split(strings.TrimSpace(errOut), "\n")
+	assert.Len(t, lines, 5)
+	assert.Equal(t, "../../scenarios/testdata/invalid/unknown-keys.yaml:12:5: strategies[0].maxattempts: unknown field (did you mean max_attempts?)", lines[4])
+}
+
+func TestValidateQuiet(t *testing.T) {
+	code, out, _ := herdlab("validate", "-q", "../../scenarios/thundering-herd.yaml")
+	assert.Equal(t, exitOK, code)
+	assert.Empty(t, out)
+}
+
+func TestUsageErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no command", nil, "Usage: herdlab COMMAND"},
+		{"unknown command", []string{"frobnicate"}, `unknown command "frobnicate"`},
+		{"unknown flag", []string{"validate", "--frob", "x.yaml"}, "unknown flag: --frob"},
+		{"no files", []string{"validate"}, "name at least one scenario file"},
+		{"help for unknown", []string{"help", "frobnicate"}, `unknown command "frobnicate"`},
+		{"version with args", []string{"version", "x"}, "takes no arguments"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := herdlab(tt.args...)
+			assert.Equal(t, exitBadInput, code)
+			assert.Contains(t, errOut, tt.want)
+		})
+	}
+}
+
+func TestHelp(t *testing.T) {
+	code, out, _ := herdlab("help")
+	assert.Equal(t, exitOK, code)
+	assert.Contains(t, out, "validate")
+	assert.Contains(t, out, "version")
+
+	for _, args := range [][]string{{"help", "validate"}, {"validate", "--help"}, {"validate", "-h"}} {
+		code, out, _ := herdlab(args...)
+		assert.Equal(t, exitOK, code, args)
+		assert.Contains(t, out, "Usage: herdlab validate FILE.yaml...", args)
+		assert.Contains(t, out, "--quiet", args)
+	}
+}
+
+func TestVersion(t *testing.T) {
+	code, out, _ := herdlab("version")
+	assert.Equal(t, exitOK, code)
+	assert.True(t, strings.HasPrefix(out, "herdlab "), out)
+}

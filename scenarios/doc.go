@@ -1,0 +1,19 @@
+// Package scenarios is the scenario file: its Go types, strict YAML
+// loading with file:line:column errors, validation and defaults. The
+// scenario files shipped with herdlab live in this folder too.
+//
+// Loading is strict: unknown keys, duplicate keys, wrong types, bad
+// durations and values out of range are all errors, and every problem in
+// a file is reported, each as FILE:LINE:COL: field.path: what is wrong.
+//
+//	s, err := scenarios.Load("scenarios/thundering-herd.yaml")
+//	if err != nil {
+//		// err joins one *scenarios.Error per problem.
+//	}
+//	for _, st := range s.Strategies {
+//		policy := st.Policy() // a *strategies.Policy
+//	}
+//
+// A scenario value is plain data: it is safe to read from several
+// goroutines once loaded.
+package scenarios

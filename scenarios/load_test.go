@@ -1,0 +1,246 @@
+package scenarios
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/strategies"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata")
+
+func TestShippedAndValidFilesLoad(t *testing.T) {
+	files, err := filepath.Glob("testdata/valid/*.yaml")
+	require.NoError(t, err)
+	shipped, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, shipped, "the scenario library ships files")
+	for _, file := range append(files, shipped...) {
+		t.Run(file, func(t *testing.T) {
+			s, err := Load(file)
+			require.NoError(t, err)
+			assert.NoError(t, s.Validate())
+			assert.NotEmpty(t, s.Describe())
+		})
+	}
+}
+
+// TestInvalidFiles loads each file of testdata/invalid and compares every
+// problem reported with the golden file beside it; go test -update
+// rewrites the goldens.
+func TestInvalidFiles(t *testing.T) {
+	files, err := filepath.Glob("testdata/invalid/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			s, err := Load(file)
+			require.Error(t, err)
+			assert.Nil(t, s)
+			for _, e := range unjoin(err) {
+				var le *Error
+				require.True(t, errors.As(e, &le), "every problem is an *Error: %v", e)
+				assert.Equal(t, file, le.File)
+				assert.Positive(t, le.Line)
+				assert.Positive(t, le.Col)
+			}
+			got := err.Error() + "\n"
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./scenarios -update to create it")
+			assert.Equal(t, string(want), got)
+		})
+	}
+}
+
+func TestHugeFile(t *testing.T) {
+	data := []byte("description: " + strings.Repeat("x", MaxFileSize) + "\n")
+	_, err := Parse("huge.yaml", data)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "huge.yaml:1:1: file is larger than")
+
+	dir := t.TempDir()
+	path := filepath.Join(dir, "huge.yaml")
+	require.NoError(t, os.WriteFile(path, data, 0o644))
+	_, err = Load(path)
+	assert.ErrorContains(t, err, "file is larger than")
+}
+
+func TestMissingFile(t *testing.T) {
+	_, err := Load("testdata/no-such-file.yaml")
+	assert.EqualError(t, err, "testdata/no-such-file.yaml:1:1: cannot read: no such file or directory")
+}
+
+func TestDefaults(t *testing.T) {
+	s, err := Load("testdata/valid/minimal.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "minimal", s.Name, "name defaults to the file's base name")
+	assert.Equal(t, uint64(1), s.Seed)
+	assert.Equal(t, 1, s.Runs)
+	assert.Equal(t, 15*time.Minute, s.Duration)
+	assert.Equal(t, time.Second, s.Bucket)
+	assert.Equal(t, Limit(10), s.Server.Concurrency)
+	assert.True(t, s.Server.Queue.Unlimited(), "queue defaults to unlimited")
+	assert.Equal(t, Dist{Kind: Constant, Mean: 100 * time.Millisecond}, s.Server.ServiceTime)
+	assert.Equal(t, Burst, s.Workload.Arrival.Kind)
+	assert.Nil(t, s.Network.Latency)
+	assert.Nil(t, s.DLQ.Replay)
+
+	st := s.Strategies[0]
+	assert.Equal(t, DefaultTimeout, st.Timeout)
+	assert.Equal(t, "honor", st.RetryAfter.Mode)
+	assert.Equal(t, strategies.DefaultRetryAfterCap, st.RetryAfter.Cap)
+	assert.Equal(t, 0, st.MaxAttempts, "0 = unlimited")
+	assert.InDelta(t, 100.0, s.Server.Capacity(), 1e-9, "10 slots / 100ms")
+}
+
+func TestEveryFieldDecodes(t *testing.T) {
+	s, err := Load("testdata/valid/everything.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), s.Seed)
+	assert.Equal(t, 3, s.Runs)
+	assert.Equal(t, 2*time.Hour, s.Duration)
+	assert.Equal(t, 500*time.Millisecond, s.Bucket)
+	srv := s.Server
+	assert.True(t, srv.Concurrency.Unlimited())
+	assert.Equal(t, Limit(0), srv.Queue, "queue: 0 is a server without a waiting room")
+	assert.Equal(t, Dist{Kind: Lognormal, Mean: 80 * time.Millisecond, StdDev: 40 * time.Millisecond}, srv.ServiceTime)
+	require.Len(t, srv.Outages, 3)
+	assert.Equal(t, Outage{Start: time.Minute, Duration: 10 * time.Second, Mode: TimeoutMode}, srv.Outages[1])
+	assert.Equal(t, 0.01, srv.FailureProbability)
+	assert.Equal(t, 10*time.Millisecond, srv.Slowdown)
+	assert.True(t, srv.DropExpired)
+	assert.Equal(t, Warmup{Duration: 20 * time.Second, From: 0.25}, srv.Warmup)
+	assert.Equal(t, &RateLimit{Rate: 1500, Burst: 300, RetryAfter: AutoDuration(2 * time.Second), Format: "http-date"}, srv.RateLimit)
+	assert.Equal(t, 0.01, srv.ResponseLoss)
+	assert.True(t, srv.Idempotency)
+	assert.Equal(t, &Dist{Kind: UniformDist, Min: time.Millisecond, Max: 9 * time.Millisecond}, s.Network.Latency)
+	assert.Equal(t, Workload{
+		Requests: 10000,
+		Arrival: Arrival{Kind: Poisson, Rate: 40, Until: 80 * time.Second,
+			Schedule: []RateStep{{From: 20 * time.Second, Until: 25 * time.Second, Rate: 80}}},
+		Senders: 100, Workers: 5,
+	}, s.Workload)
+	assert.Equal(t, &Replay{At: time.Hour, Rate: 100}, s.DLQ.Replay)
+	require.Len(t, s.Strategies, 7)
+	assert.Equal(t, &Breaker{Consecutive: 50, Window: time.Minute, MinCalls: 10, OpenFor: 15 * time.Minute,
+		OpenJitter: 0.1, Canaries: 1, On: []string{"timeout"}}, s.Strategies[2].Breaker)
+	assert.Equal(t, RetryAfter{Mode: "max", Cap: 2 * time.Minute}, s.Strategies[2].RetryAfter)
+}
+
+func TestShorthand(t *testing.T) {
+	s, err := Load("testdata/valid/shorthand.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, Dist{Kind: Constant, Mean: 100 * time.Millisecond}, s.Server.ServiceTime)
+	assert.Equal(t, &Dist{Kind: Constant, Mean: 5 * time.Millisecond}, s.Network.Latency)
+	assert.Equal(t, 1_000_000, s.Workload.Requests)
+	assert.Equal(t, Backoff{Kind: BackoffExponential, Base: time.Second, Cap: time.Minute, Multiplier: 2, Jitter: 0.2}, s.Strategies[0].Backoff)
+}
+
+func TestPolicy(t *testing.T) {
+	s, err := Load("testdata/valid/everything.yaml")
+	require.NoError(t, err)
+	byName := map[string]*strategies.Policy{}
+	for _, st := range s.Strategies {
+		byName[st.Name] = st.Policy()
+	}
+	assert.Equal(t, &strategies.Policy{Backoff: strategies.Fixed{Delay: 5 * time.Second}, MaxAttempts: 10,
+		Timeout: DefaultTimeout, RetryAfter: strategies.RetryAfter{Cap: strategies.DefaultRetryAfterCap}}, byName["fixed"])
+
+	expo := byName["expo"]
+	assert.Equal(t, strategies.Exponential{Base: 100 * time.Millisecond, Cap: 30 * time.Second, Multiplier: 3}, expo.Backoff)
+	assert.Equal(t, strategies.Outcomes(strategies.Refused, strategies.Timeout, strategies.ServerError), expo.RetryOn)
+	assert.Equal(t, 10*time.Minute, expo.MaxElapsed)
+	assert.Equal(t, 3*time.Second, expo.Timeout)
+
+	full := byName["full"]
+	assert.Equal(t, strategies.RetryAfterMax, full.RetryAfter.Mode)
+	assert.Equal(t, &strategies.Breaker{Consecutive: 50, Window: time.Minute, MinCalls: 10, OpenFor: 15 * time.Minute,
+		OpenJitter: 0.1, Canaries: 1, Failures: strategies.Outcomes(strategies.Timeout)}, full.Breaker)
+	assert.True(t, byName["equal"].ShortCircuitIsAttempt)
+	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetTokens, MaxTokens: 10, TokenRatio: 0.1,
+		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}, byName["decorrelated"].Budget)
+	assert.Equal(t, strategies.BudgetQuota, byName["grpc"].Budget.Kind)
+	assert.Equal(t, strategies.ProportionalJitter{Base: time.Second, Cap: 120 * time.Second, Multiplier: 1.6, Factor: 0.2}, byName["grpc"].Backoff)
+	assert.Equal(t, strategies.DecorrelatedJitterV2{Base: time.Second, Cap: time.Minute}, byName["polly"].Backoff)
+	assert.Equal(t, strategies.RetryAfterIgnore, byName["polly"].RetryAfter.Mode)
+}
+
+func TestDescribe(t *testing.T) {
+	s, err := Load("thundering-herd.yaml")
+	require.NoError(t, err)
+	assert.Equal(t, "50,000 requests in a burst at 0s, one sender each; server: 200 slots x exponential mean 100ms (2,000 req/s), queue 2,000; "+
+		"outages: refuse 0s-30s; 15m0s horizon; strategies: fixed-60s, exponential, full-jitter, equal-jitter, decorrelated-jitter", s.Describe())
+}
+
+func TestValidateGoScenario(t *testing.T) {
+	// A scenario built in Go from the defaults validates like a file.
+	s := Default()
+	s.Name = "go"
+	s.Server.Concurrency = 4
+	s.Workload.Requests = 10
+	st := NewStrategy("fixed")
+	st.Backoff.Kind = BackoffFixed
+	st.Backoff.Delay = time.Second
+	s.Strategies = append(s.Strategies, st)
+	require.NoError(t, s.Validate())
+
+	s.Strategies[0].Backoff.Delay = -time.Second
+	err := s.Validate()
+	require.Error(t, err)
+	var fe *FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Equal(t, "strategies[0].backoff.delay", fe.Path)
+}
+
+func TestTooManyNodes(t *testing.T) {
+	// 200,000 list items fit in a megabyte; the decoder stops at maxNodes.
+	data := "server: {concurrency: 1}\nworkload: {requests: 1}\nstrategies:\n  - name: a\n    backoff: {kind: none}\n    retry_on: [" +
+		strings.Repeat("x,", 200_000) + "x]\n"
+	_, err := Parse("nodes.yaml", []byte(data))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "too many YAML nodes (more than 100000")
+	assert.Contains(t, err.Error(), "more than 50 problems: fix these first")
+	assert.LessOrEqual(t, len(unjoin(err)), maxErrors+1, "problems reported are bounded")
+}
+
+func FuzzParse(f *testing.F) {
+	for _, dir := range []string{"testdata/valid/*.yaml", "testdata/invalid/*.yaml", "*.yaml"} {
+		files, _ := filepath.Glob(dir)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			require.NoError(f, err)
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			require.Nil(t, s)
+			for _, e := range unjoin(err) {
+				var le *Error
+				require.ErrorAs(t, e, &le)
+				require.Positive(t, le.Line)
+			}
+			return
+		}
+		// Never accept what Validate rejects, and accepted scenarios give
+		// policies without panicking.
+		require.NoError(t, s.Validate())
+		for _, st := range s.Strategies {
+			require.NotNil(t, st.Policy())
+		}
+		s.Describe()
+	})
+}
