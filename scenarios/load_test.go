@@ -101,7 +101,8 @@ func TestDefaults(t *testing.T) {
 	assert.Equal(t, DefaultTimeout, st.Timeout)
 	assert.Equal(t, "honor", st.RetryAfter.Mode)
 	assert.Equal(t, strategies.DefaultRetryAfterCap, st.RetryAfter.Cap)
-	assert.Equal(t, 0, st.MaxAttempts, "0 = unlimited")
+	assert.Equal(t, 3, st.MaxAttempts)
+	assert.Zero(t, s.Strategies[0].MaxElapsed, "0 = unlimited")
 	assert.InDelta(t, 100.0, s.Server.Capacity(), 1e-9, "10 slots / 100ms")
 }
 

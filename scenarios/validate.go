@@ -223,6 +223,9 @@ func (s *Strategy) validate(p *problems, path string) {
 	if s.MaxAttempts < 0 {
 		p.add(path+".max_attempts", "must be >= 1, or 0 for unlimited, got %d", s.MaxAttempts)
 	}
+	if s.MaxAttempts == 0 && s.Backoff.Kind == BackoffNone {
+		p.add(path+".max_attempts", "backoff none with unlimited attempts retries forever at the same instant: set max_attempts")
+	}
 	p.nonNegative(path+".max_elapsed", s.MaxElapsed)
 	p.positive(path+".timeout", s.Timeout)
 	outcomes(p, path+".retry_on", s.RetryOn)

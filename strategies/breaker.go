@@ -213,6 +213,15 @@ func (b *Breaker) Status(s *BreakerState, now time.Duration) BreakerStatus {
 	return s.status
 }
 
+// OpenUntil returns when an open breaker turns half-open, and false when
+// the breaker is not open at now.
+func (b *Breaker) OpenUntil(s *BreakerState, now time.Duration) (time.Duration, bool) {
+	if s.status == BreakerOpen && now < s.until {
+		return s.until, true
+	}
+	return 0, false
+}
+
 // count records one outcome of a closed breaker and reports whether a
 // rule fires.
 func (b *Breaker) count(s *BreakerState, now time.Duration, failed bool) bool {

@@ -130,21 +130,34 @@ func (p *Policy) Begin(s *Sender, q *Request, now time.Duration, r *rand.Rand) (
 	if p.Breaker != nil {
 		var ok bool
 		if permit, ok = p.Breaker.Allow(&s.Breaker, now); !ok {
-			return permit, p.shortCircuit(q, now, r), false
+			return permit, p.shortCircuit(s, q, now, r), false
 		}
 	}
 	q.Attempts++
 	return permit, Decision{}, true
 }
 
-func (p *Policy) shortCircuit(q *Request, now time.Duration, r *rand.Rand) Decision {
+// shortCircuit decides about a request that the breaker refused: it
+// waits its backoff delay. A request whose backoff says to retry at once
+// (None) would spin against the breaker, so it waits instead until the
+// breaker turns half-open, or, when the breaker is half-open with its
+// canaries out, one attempt timeout (1s without one).
+func (p *Policy) shortCircuit(s *Sender, q *Request, now time.Duration, r *rand.Rand) Decision {
 	if p.ShortCircuitIsAttempt {
 		q.Attempts++
 		if p.MaxAttempts > 0 && int(q.Attempts) >= p.MaxAttempts {
 			return Decision{Action: DeadLetter, Reason: MaxAttempts}
 		}
 	}
-	return p.retryAfter(q, now, p.backoff().Next(&q.Backoff, r))
+	wait := p.backoff().Next(&q.Backoff, r)
+	if wait == 0 {
+		if until, open := p.Breaker.OpenUntil(&s.Breaker, now); open {
+			wait = until - now
+		} else if wait = p.Timeout; wait == 0 {
+			wait = time.Second
+		}
+	}
+	return p.retryAfter(q, now, wait)
 }
 
 // Done reports the result of the attempt that Begin permitted, received at

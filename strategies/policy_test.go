@@ -205,3 +205,18 @@ func BenchmarkPolicyDone(b *testing.B) {
 		}
 	}
 }
+
+func TestShortCircuitNeverSpins(t *testing.T) {
+	// With no backoff, a request refused by an open breaker waits until
+	// the breaker turns half-open, then, with the canary out, a timeout.
+	br := &Breaker{Consecutive: 1, OpenFor: time.Minute}
+	p := &Policy{Breaker: br, Timeout: 10 * s}
+	r := rand.New(rand.NewPCG(1, 1))
+	var sd Sender
+	var a, b, c Request
+	require.Equal(t, Decision{Action: Retry}, attempt(p, &sd, &a, 0, fail(Refused), r)) // trips
+	assert.Equal(t, Decision{Action: Retry, Wait: 50 * s}, attempt(p, &sd, &b, 10*s, fail(Refused), r))
+	_, ok := br.Allow(&sd.Breaker, time.Minute) // the canary goes out
+	require.True(t, ok)
+	assert.Equal(t, Decision{Action: Retry, Wait: 10 * s}, attempt(p, &sd, &c, time.Minute, fail(Refused), r))
+}

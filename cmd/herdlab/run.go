@@ -1,0 +1,154 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+
+	flag "github.com/spf13/pflag"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+)
+
+var runCmd = &command{
+	summary: `Simulate every strategy of each scenario and write the results.
+
+Each strategy runs against the same server, outage and workload, on a
+virtual clock. For each scenario, prints a summary table and writes
+summary.json, summary.csv, timeseries.csv and report.md into the output
+folder (default out/NAME/; with several files and --out DIR, DIR/NAME/).
+Every file is checked before anything runs: bad input exits 2 and writes
+nothing.`,
+	usage: "FILE.yaml... [flags]",
+	flags: func(fs *flag.FlagSet) {
+		fs.StringP("out", "o", "", "output folder (default out/NAME)")
+		fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
+		fs.Uint64("seed", 0, "seed of the first run (default: the scenario's seed)")
+		fs.StringArray("strategy", nil, "run only this strategy (repeatable; default all)")
+		fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
+		fs.BoolP("quiet", "q", false, "print no table and no progress")
+	},
+	run: runScenarios,
+}
+
+func runScenarios(c *cli, fs *flag.FlagSet) int {
+	if fs.NArg() == 0 {
+		fmt.Fprintln(c.stderr, "herdlab run: name at least one scenario file")
+		return exitBadInput
+	}
+	out, _ := fs.GetString("out")
+	runs, _ := fs.GetInt("runs")
+	seed, _ := fs.GetUint64("seed")
+	only, _ := fs.GetStringArray("strategy")
+	parallel, _ := fs.GetInt("parallel")
+	quiet, _ := fs.GetBool("quiet")
+
+	loaded, ok := loadAll(c, fs.Args())
+	if !ok {
+		return exitBadInput
+	}
+	for _, sc := range loaded {
+		if fs.Changed("runs") {
+			sc.Runs = runs
+		}
+		if fs.Changed("seed") {
+			sc.Seed = seed
+		}
+		if err := sc.Validate(); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
+			return exitBadInput
+		}
+		if err := sim.CheckStrategies(sc, only); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
+			return exitBadInput
+		}
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	for i, sc := range loaded {
+		dir := filepath.Join("out", sc.Name)
+		switch {
+		case out != "" && len(loaded) == 1:
+			dir = out
+		case out != "":
+			dir = filepath.Join(out, sc.Name)
+		}
+		opts := sim.Options{Strategies: only, Parallel: parallel}
+		var bar *progress
+		if !quiet {
+			bar = startProgress(c.stderr, fmt.Sprintf("%s (%d of %d)", sc.Name, i+1, len(loaded)), countRuns(sc, only)*sim.ProgressUnits)
+			opts.Progress = bar.add
+		}
+		res, err := sim.Run(ctx, sc, opts)
+		bar.finish()
+		if err != nil {
+			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
+			return exitFailed
+		}
+		if err := writeOutputs(dir, sc, res); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
+			return exitFailed
+		}
+		if !quiet {
+			fmt.Fprintf(c.stdout, "%s: %s\n\n", sc.Name, sc.Describe())
+			results.WriteTable(c.stdout, res.Summary)
+			fmt.Fprintf(c.stdout, "\nreport: %s\n\n", filepath.Join(dir, "report.md"))
+		}
+	}
+	return exitOK
+}
+
+// loadAll loads every file, reporting every problem of every file.
+func loadAll(c *cli, files []string) ([]*scenarios.Scenario, bool) {
+	var loaded []*scenarios.Scenario
+	ok := true
+	for _, file := range files {
+		sc, err := scenarios.Load(file)
+		if err != nil {
+			fmt.Fprintln(c.stderr, err)
+			ok = false
+			continue
+		}
+		loaded = append(loaded, sc)
+	}
+	return loaded, ok
+}
+
+// countRuns returns how many runs sc makes with the strategies named in
+// only (all when empty).
+func countRuns(sc *scenarios.Scenario, only []string) int {
+	n := len(sc.Strategies)
+	if len(only) > 0 {
+		n = len(only)
+	}
+	return n * sc.Runs
+}
+
+// writeOutputs writes a run's files into dir, each atomically.
+func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	files := []struct {
+		name  string
+		write func(io.Writer) error
+	}{
+		{"summary.json", func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
+		{"summary.csv", func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
+		{"timeseries.csv", func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
+		{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary) }},
+	}
+	for _, f := range files {
+		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}

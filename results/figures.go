@@ -1,0 +1,187 @@
+package results
+
+import (
+	"math"
+	"time"
+)
+
+// Setup is what the figures of a run need to know about its scenario.
+type Setup struct {
+	Bucket time.Duration // histogram bucket width
+	// Capacity is the server's capacity in requests per second:
+	// concurrency / mean service time; +Inf when unlimited.
+	Capacity float64
+	// Concurrency is the server's slots, or 0 when unlimited: the slack
+	// the recovery rule allows the queue.
+	Concurrency int
+	// LastOutageEnd is the end of the last outage, 0 when there is none.
+	LastOutageEnd time.Duration
+}
+
+// Figures are the summary figures of one strategy: of one run, or the
+// means over several runs. Durations are in seconds. A nil pointer is a
+// figure that does not exist: a server that never recovered, requests
+// still unfinished, a ratio to an unlimited capacity.
+type Figures struct {
+	Requests       float64 `json:"requests"`
+	Attempts       float64 `json:"attempts"`
+	Delivered      float64 `json:"delivered"`
+	DeliveredRatio float64 `json:"delivered_ratio"`
+	DeadLettered   float64 `json:"dead_lettered"`
+	Unfinished     float64 `json:"unfinished"`
+	Duplicates     float64 `json:"duplicates"`
+	// Amplification is attempts / requests.
+	Amplification float64 `json:"amplification"`
+	// PeakLoad is the most attempts in one bucket once the server is
+	// back: in a bucket that starts at or after the end of the last
+	// outage (any bucket when there is no outage). This is the herd that
+	// lands on the recovering server; attempts refused during the outage
+	// are counted in PeakLoadOverall.
+	PeakLoad float64 `json:"peak_load"`
+	// PeakLoadRatio is PeakLoad per second / capacity per second.
+	PeakLoadRatio *float64 `json:"peak_load_ratio"`
+	// PeakAtS is the start of the bucket of PeakLoad (the first such).
+	PeakAtS float64 `json:"peak_at_s"`
+	// PeakLoadOverall is the most attempts in any bucket, outages
+	// included.
+	PeakLoadOverall float64 `json:"peak_load_overall"`
+	// RecoveryTimeS is when the server recovered, counted from the end of
+	// the last outage (see Recovery).
+	RecoveryTimeS   *float64 `json:"recovery_time_s"`
+	DrainTimeS      *float64 `json:"drain_time_s"`
+	CompletionTimeS *float64 `json:"completion_time_s"`
+	// LatencyS is request creation to delivery, delivered requests only.
+	LatencyS Latency `json:"latency_s"`
+
+	Processed      float64            `json:"processed"`
+	Wasted         float64            `json:"wasted_work"`
+	ShortCircuited float64            `json:"short_circuited"`
+	Rejected       float64            `json:"rejected"`
+	Throttled      float64            `json:"throttled"`
+	TimedOut       float64            `json:"timed_out"`
+	Lost           float64            `json:"responses_lost"`
+	Replayed       float64            `json:"replayed"`
+	DeadLetteredBy map[string]float64 `json:"dead_lettered_by"`
+}
+
+// Latency summarises delivery latencies, in seconds.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	Max  float64 `json:"max"`
+}
+
+// Figures computes the summary figures of run r.
+func (r *Run) Figures(s Setup) Figures {
+	f := Figures{
+		Requests:       float64(r.Requests),
+		Attempts:       float64(r.Attempts),
+		Delivered:      float64(r.Delivered),
+		DeadLettered:   float64(r.DeadLettered),
+		Unfinished:     float64(r.Unfinished),
+		Duplicates:     float64(r.Duplicates),
+		Processed:      float64(r.Processed),
+		Wasted:         float64(r.Wasted),
+		ShortCircuited: float64(r.ShortCircuited),
+		Rejected:       float64(r.Rejected),
+		Throttled:      float64(r.Throttled),
+		TimedOut:       float64(r.TimedOut),
+		Lost:           float64(r.Lost),
+		Replayed:       float64(r.Replayed),
+		DeadLetteredBy: map[string]float64{},
+	}
+	for reason, n := range r.DeadLetteredBy {
+		f.DeadLetteredBy[reason] = float64(n)
+	}
+	if r.Requests > 0 {
+		f.DeliveredRatio = f.Delivered / f.Requests
+		f.Amplification = f.Attempts / f.Requests
+	}
+	after := afterOutage(s)
+	for i, b := range r.Series {
+		n := float64(b.Attempts)
+		f.PeakLoadOverall = max(f.PeakLoadOverall, n)
+		if i >= after && n > f.PeakLoad {
+			f.PeakLoad, f.PeakAtS = n, (time.Duration(i) * s.Bucket).Seconds()
+		}
+	}
+	if !math.IsInf(s.Capacity, 1) && s.Capacity > 0 {
+		f.PeakLoadRatio = ptr(f.PeakLoad / s.Bucket.Seconds() / s.Capacity)
+	}
+	if t, ok := Recovery(r.Series, s); ok {
+		f.RecoveryTimeS = ptr(t.Seconds())
+	}
+	if r.Drain != nil {
+		f.DrainTimeS = ptr(r.Drain.Seconds())
+	}
+	if r.Completion != nil {
+		f.CompletionTimeS = ptr(r.Completion.Seconds())
+	}
+	if n := r.Latency.TotalCount(); n > 0 {
+		q := r.Latency.ValueAtPercentilesSlice([]float64{50, 90, 99})
+		f.LatencyS = Latency{
+			Mean: r.LatencySum / float64(n),
+			P50:  micros(q[0]),
+			P90:  micros(q[1]),
+			P99:  micros(q[2]),
+			Max:  micros(r.Latency.Max()),
+		}
+	}
+	return f
+}
+
+// SuccessThreshold is the share of a bucket's attempts that must succeed
+// for the server to count as recovered in that bucket.
+const SuccessThreshold = 0.95
+
+// Recovery returns how long after the end of the last outage the server
+// recovered, and false when it never did within the series.
+//
+// The server has recovered at the start of bucket t when, from t to the
+// end of the series, every bucket's attempts succeed at >= 95% (of those
+// whose result is known by the end; a bucket without any counts as a
+// success) and the server queue does not
+// grow: no later bucket ends with a longer queue than bucket t did, give
+// or take the server's concurrency (one slot's worth of noise when
+// unlimited). t is the first bucket that starts at or after the end of
+// the last outage, or a later one; the recovery time is t's start minus
+// that end.
+func Recovery(series []Bucket, s Setup) (time.Duration, bool) {
+	n := len(series)
+	start := afterOutage(s)
+	if start >= n {
+		return 0, false
+	}
+	slack := int64(max(s.Concurrency, 1))
+	// Walk back from the end: t is a recovery point when the buckets
+	// after it are all healthy and none of them has a longer queue than
+	// t's plus the slack.
+	best := -1
+	var laterMax int64 = -1 // the longest queue in buckets after t
+	for t := n - 1; t >= start; t-- {
+		b := series[t]
+		if known := b.OK + b.NotOK; known > 0 && float64(b.OK) < SuccessThreshold*float64(known) {
+			break
+		}
+		if laterMax <= b.Queue+slack {
+			best = t
+		}
+		laterMax = max(laterMax, b.Queue)
+	}
+	if best < 0 {
+		return 0, false
+	}
+	return max(time.Duration(best)*s.Bucket-s.LastOutageEnd, 0), true
+}
+
+// afterOutage returns the first bucket that starts at or after the end
+// of the last outage.
+func afterOutage(s Setup) int {
+	return int((s.LastOutageEnd + s.Bucket - 1) / s.Bucket)
+}
+
+func ptr(x float64) *float64 { return &x }
+
+func micros(us int64) float64 { return float64(us) / 1e6 }

@@ -1,0 +1,92 @@
+package results
+
+import (
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Run is what one run of one strategy produced: counts, the time series
+// per bucket, and the latency histogram. The simulator and the real-HTTP
+// driver both fill it in; Figures derives the summary figures from it.
+type Run struct {
+	Strategy string
+	Run      int // replication index, from 0
+
+	Requests     int64 // requests created
+	Attempts     int64 // attempts that reached the server
+	Delivered    int64 // requests whose sender saw a success
+	DeadLettered int64 // requests in the dead-letter queue at the end
+	Unfinished   int64 // requests neither delivered nor dead-lettered at the end
+	// DeadLetteredBy counts dead letters at the end by reason
+	// (not_retryable, max_attempts, max_elapsed, budget).
+	DeadLetteredBy map[string]int64
+	Replayed       int64 // dead letters sent again by a DLQ replay
+
+	Processed      int64 // attempts the server processed (served to completion)
+	Duplicates     int64 // processings of a request beyond its first
+	Wasted         int64 // processings whose answer no sender was waiting for
+	ShortCircuited int64 // tries refused by an open breaker, without an attempt
+	Rejected       int64 // attempts answered 503 because the queue was full
+	Throttled      int64 // attempts answered 429 by the rate limit
+	TimedOut       int64 // attempts the sender gave up on
+	Lost           int64 // answers lost on the way back (response loss)
+
+	// Drain is the time from the end of the last outage until every
+	// request that existed then was delivered or dead-lettered; Completion
+	// is the time from the start until the last request's final state.
+	// Each is nil when some request it covers is unfinished.
+	Drain, Completion *time.Duration
+
+	// Latency holds delivered requests' latencies (creation to delivery)
+	// in microseconds; LatencySum is their exact sum in seconds.
+	Latency    *hdrhistogram.Histogram
+	LatencySum float64
+
+	Series []Bucket // one per bucket from t = 0
+
+	Events int64         // events the engine processed
+	Wall   time.Duration // wall-clock time of the run
+}
+
+// Bucket is one histogram bucket of a run. Counts are of things that
+// happened in the bucket; Queue and InFlight are sampled at its end.
+type Bucket struct {
+	Attempts       int64 // attempts that reached the server
+	OK             int64 // of those, the ones whose sender saw a success
+	NotOK          int64 // of those, the ones whose sender saw a failure or gave up
+	Delivered      int64 // requests delivered
+	Failed         int64 // attempts whose sender saw a failure
+	Rejected       int64 // attempts answered 503 for a full queue
+	ShortCircuited int64 // breaker short-circuits
+	Throttled      int64 // attempts answered 429
+	TimedOut       int64 // attempts the sender gave up on
+	Queue          int64 // server queue length at the bucket's end
+	InFlight       int64 // requests in service at the bucket's end
+}
+
+// LatencyHistogram returns an empty latency histogram with the range and
+// precision every run uses, so that histograms of runs and shards merge
+// exactly: 1 µs to 100 days, 3 significant digits.
+func LatencyHistogram() *hdrhistogram.Histogram {
+	return hdrhistogram.New(1, int64(100*24*time.Hour/time.Microsecond), 3)
+}
+
+// NewRun returns a run with its latency histogram and buckets ready.
+func NewRun(strategy string, run, buckets int) *Run {
+	return &Run{
+		Strategy:       strategy,
+		Run:            run,
+		DeadLetteredBy: map[string]int64{},
+		Latency:        LatencyHistogram(),
+		Series:         make([]Bucket, buckets),
+	}
+}
+
+// RecordLatency records the latency of one delivered request.
+func (r *Run) RecordLatency(d time.Duration) {
+	us := max(int64(d/time.Microsecond), 1)
+	// A value beyond the histogram's range is clamped, not dropped.
+	_ = r.Latency.RecordValue(min(us, r.Latency.HighestTrackableValue()))
+	r.LatencySum += d.Seconds()
+}

@@ -1,0 +1,256 @@
+package results
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteJSON writes s as summary.json: indented, fields in a fixed order,
+// maps sorted by key, so equal summaries give equal bytes.
+func WriteJSON(w io.Writer, s *Summary) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// ReadJSON reads a summary written by WriteJSON.
+func ReadJSON(r io.Reader) (*Summary, error) {
+	var s Summary
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("results: reading summary: %w", err)
+	}
+	return &s, nil
+}
+
+// TimeseriesHeader is the header of timeseries.csv. Its first ten
+// columns are a contract (DESIGN.md); later ones may be added.
+const TimeseriesHeader = "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight,ok,not_ok,throttled,timed_out"
+
+// WriteTimeseries writes timeseries.csv: one row per run and bucket, t the
+// bucket's start in seconds, runs in the order given.
+func WriteTimeseries(w io.Writer, bucket time.Duration, runs []*Run) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString(TimeseriesHeader + "\n")
+	buf := make([]byte, 0, 128)
+	for _, r := range runs {
+		for i, b := range r.Series {
+			buf = append(buf[:0], r.Strategy...)
+			buf = append(buf, ',')
+			buf = strconv.AppendInt(buf, int64(r.Run), 10)
+			buf = append(buf, ',')
+			buf = strconv.AppendFloat(buf, (time.Duration(i) * bucket).Seconds(), 'f', -1, 64)
+			for _, x := range [...]int64{b.Attempts, b.Delivered, b.Failed, b.Rejected, b.ShortCircuited, b.Queue, b.InFlight, b.OK, b.NotOK, b.Throttled, b.TimedOut} {
+				buf = append(buf, ',')
+				buf = strconv.AppendInt(buf, x, 10)
+			}
+			buf = append(buf, '\n')
+			bw.Write(buf)
+		}
+	}
+	return bw.Flush()
+}
+
+// summaryColumns are the columns of summary.csv, with how to read each
+// from a strategy's summary.
+var summaryColumns = []struct {
+	name string
+	get  func(s *StrategySummary) *float64
+}{
+	{"requests", func(s *StrategySummary) *float64 { return &s.Requests }},
+	{"attempts", func(s *StrategySummary) *float64 { return &s.Attempts }},
+	{"delivered", func(s *StrategySummary) *float64 { return &s.Delivered }},
+	{"delivered_ratio", func(s *StrategySummary) *float64 { return &s.DeliveredRatio }},
+	{"dead_lettered", func(s *StrategySummary) *float64 { return &s.DeadLettered }},
+	{"unfinished", func(s *StrategySummary) *float64 { return &s.Unfinished }},
+	{"duplicates", func(s *StrategySummary) *float64 { return &s.Duplicates }},
+	{"amplification", func(s *StrategySummary) *float64 { return &s.Amplification }},
+	{"peak_load", func(s *StrategySummary) *float64 { return &s.PeakLoad }},
+	{"peak_load_ratio", func(s *StrategySummary) *float64 { return s.PeakLoadRatio }},
+	{"peak_at_s", func(s *StrategySummary) *float64 { return &s.PeakAtS }},
+	{"peak_load_overall", func(s *StrategySummary) *float64 { return &s.PeakLoadOverall }},
+	{"recovery_time_s", func(s *StrategySummary) *float64 { return s.RecoveryTimeS }},
+	{"drain_time_s", func(s *StrategySummary) *float64 { return s.DrainTimeS }},
+	{"completion_time_s", func(s *StrategySummary) *float64 { return s.CompletionTimeS }},
+	{"latency_mean_s", func(s *StrategySummary) *float64 { return &s.LatencyS.Mean }},
+	{"latency_p50_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P50 }},
+	{"latency_p90_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P90 }},
+	{"latency_p99_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P99 }},
+	{"latency_max_s", func(s *StrategySummary) *float64 { return &s.LatencyS.Max }},
+	{"processed", func(s *StrategySummary) *float64 { return &s.Processed }},
+	{"wasted_work", func(s *StrategySummary) *float64 { return &s.Wasted }},
+	{"short_circuited", func(s *StrategySummary) *float64 { return &s.ShortCircuited }},
+	{"rejected", func(s *StrategySummary) *float64 { return &s.Rejected }},
+	{"throttled", func(s *StrategySummary) *float64 { return &s.Throttled }},
+	{"timed_out", func(s *StrategySummary) *float64 { return &s.TimedOut }},
+	{"responses_lost", func(s *StrategySummary) *float64 { return &s.Lost }},
+	{"replayed", func(s *StrategySummary) *float64 { return &s.Replayed }},
+}
+
+// WriteSummaryCSV writes summary.csv: one row per strategy, a figure per
+// column, empty where a figure does not exist.
+func WriteSummaryCSV(w io.Writer, s *Summary) error {
+	bw := bufio.NewWriter(w)
+	bw.WriteString("strategy")
+	for _, c := range summaryColumns {
+		bw.WriteString("," + c.name)
+	}
+	bw.WriteString("\n")
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		bw.WriteString(st.Name)
+		for _, c := range summaryColumns {
+			bw.WriteString(",")
+			if x := c.get(st); x != nil {
+				bw.WriteString(strconv.FormatFloat(*x, 'g', -1, 64))
+			}
+		}
+		bw.WriteString("\n")
+	}
+	return bw.Flush()
+}
+
+// tableRows returns the rows of the human summary table: a header, then a
+// row per strategy.
+func tableRows(s *Summary) [][]string {
+	rows := [][]string{{"strategy", "attempts", "amplif.", "peak after outage", "recovery", "drain", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		peak := Count(st.PeakLoad)
+		if st.PeakLoadRatio != nil {
+			peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
+		}
+		peak += " at " + Seconds(&st.PeakAtS, "")
+		rows = append(rows, []string{
+			st.Name,
+			Count(st.Attempts),
+			Decimal(st.Amplification) + "x",
+			peak,
+			Seconds(st.RecoveryTimeS, "never"),
+			Seconds(st.DrainTimeS, "unfinished"),
+			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Decimal(100*st.DeliveredRatio)),
+			Count(st.DeadLettered),
+			Count(st.Unfinished),
+			Count(st.Duplicates),
+			Seconds(&st.LatencyS.P99, ""),
+		})
+	}
+	return rows
+}
+
+// WriteTable writes the summary as an aligned text table, for a terminal.
+func WriteTable(w io.Writer, s *Summary) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, row := range tableRows(s) {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+// WriteReport writes report.md: the scenario, its description and the
+// summary table.
+func WriteReport(w io.Writer, s *Summary) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# %s\n\n", s.Scenario)
+	if s.Description != "" {
+		fmt.Fprintf(bw, "%s\n\n", strings.TrimSpace(s.Description))
+	}
+	if s.Partial {
+		bw.WriteString("**Partial results: the run was interrupted.**\n\n")
+	}
+	fmt.Fprintf(bw, "Seed %d, %d run(s), buckets of %ss", s.Seed, s.Runs, Decimal(s.BucketS))
+	if s.CapacityPerS != nil {
+		fmt.Fprintf(bw, ", server capacity %s requests/s", Count(*s.CapacityPerS))
+	}
+	bw.WriteString(".\n\n")
+	rows := tableRows(s)
+	for i, row := range rows {
+		bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			bw.WriteString("|" + strings.Repeat(" --- |", len(row)) + "\n")
+		}
+	}
+	if s.Runs > 1 {
+		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
+	}
+	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv.\n")
+	return bw.Flush()
+}
+
+// WriteFile writes a file through write, atomically: into a temporary
+// file beside it, renamed over path only when complete, so a crash never
+// leaves a half-written file.
+func WriteFile(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	if err := write(f); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := os.Chmod(f.Name(), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(f.Name(), path)
+}
+
+// Count formats a count with thousands separators: 50000 -> 50,000. A
+// fractional count (a mean over runs) keeps one decimal.
+func Count(x float64) string {
+	whole := strconv.FormatFloat(x, 'f', 0, 64)
+	if x != float64(int64(x)) {
+		whole = strconv.FormatFloat(x, 'f', 1, 64)
+	}
+	intPart, frac, _ := strings.Cut(whole, ".")
+	neg := strings.HasPrefix(intPart, "-")
+	intPart = strings.TrimPrefix(intPart, "-")
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	for i, r := range intPart {
+		if i > 0 && (len(intPart)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if frac != "" {
+		b.WriteString("." + frac)
+	}
+	return b.String()
+}
+
+// Decimal formats x with up to two decimals, trailing zeros dropped.
+func Decimal(x float64) string {
+	return strconv.FormatFloat(math.Round(x*100)/100, 'f', -1, 64)
+}
+
+// Seconds formats a duration in seconds, or none when it is nil.
+func Seconds(s *float64, none string) string {
+	if s == nil {
+		return none
+	}
+	switch x := *s; {
+	case x == 0:
+		return "0s"
+	case x < 1:
+		return Decimal(x*1000) + "ms"
+	default:
+		return Decimal(x) + "s"
+	}
+}

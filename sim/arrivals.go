@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// scheduleWorkload schedules the workload's first arrival.
+func (w *world) scheduleWorkload() {
+	a := w.sc.Workload.Arrival
+	switch a.Kind {
+	case scenarios.Burst:
+		w.q.push(a.At, evArrival, 0, 0)
+	case scenarios.Uniform:
+		w.q.push(w.uniformAt(0), evArrival, 0, 0)
+	case scenarios.Poisson:
+		if t, ok := w.nextPoisson(a.From); ok {
+			w.q.push(t, evArrival, 0, 0)
+		}
+	}
+}
+
+// arrive creates the workload's request(s) due now and schedules the next
+// arrival: a burst creates all its requests at once, in order.
+func (w *world) arrive() {
+	a := w.sc.Workload.Arrival
+	switch a.Kind {
+	case scenarios.Burst:
+		for w.arrived < w.limit {
+			w.newRequest()
+		}
+	case scenarios.Uniform:
+		w.newRequest()
+		if w.arrived < w.limit {
+			w.q.push(w.uniformAt(w.arrived), evArrival, 0, 0)
+		}
+	case scenarios.Poisson:
+		w.newRequest()
+		if w.limit >= 0 && w.arrived >= w.limit {
+			return
+		}
+		if t, ok := w.nextPoisson(w.now); ok {
+			w.q.push(t, evArrival, 0, 0)
+		}
+	}
+}
+
+// uniformAt returns when the uniform workload creates request k: the
+// requests are spread evenly, From + k * (Until-From) / Requests.
+func (w *world) uniformAt(k int) time.Duration {
+	a := w.sc.Workload.Arrival
+	return a.From + time.Duration(float64(a.Until-a.From)*float64(k)/float64(w.limit))
+}
+
+// rateAt returns the poisson rate in force at t and when it next changes.
+func (w *world) rateAt(t time.Duration) (rate float64, until time.Duration) {
+	a := w.sc.Workload.Arrival
+	end := a.Until
+	if end == 0 {
+		end = w.horizon
+	}
+	if t < a.From || t >= end {
+		return 0, end
+	}
+	rate, until = a.Rate, end
+	for _, s := range a.Schedule {
+		switch {
+		case t >= s.From && t < s.Until:
+			return s.Rate, min(s.Until, end)
+		case s.From > t:
+			until = min(until, s.From)
+		}
+	}
+	return rate, until
+}
+
+// nextPoisson returns the first arrival after t of a Poisson process with
+// the piecewise-constant rate of the workload: it draws an Exp(1) amount
+// of "work" and spends it across the rate's pieces.
+func (w *world) nextPoisson(t time.Duration) (time.Duration, bool) {
+	a := w.sc.Workload.Arrival
+	end := a.Until
+	if end == 0 {
+		end = w.horizon
+	}
+	t = max(t, a.From)
+	need := w.rArrive.ExpFloat64()
+	for t < end {
+		rate, until := w.rateAt(t)
+		span := (until - t).Seconds()
+		if rate > 0 && need <= rate*span {
+			return t + time.Duration(need/rate*float64(time.Second)), true
+		}
+		need -= rate * span
+		t = until
+	}
+	return 0, false
+}

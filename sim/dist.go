@@ -1,0 +1,68 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// sampler draws durations from a scenario distribution. The zero sampler
+// always returns 0: no latency.
+type sampler struct {
+	kind     uint8
+	a, b     float64 // parameters in nanoseconds (lognormal: mu, sigma of the log)
+	constant time.Duration
+}
+
+const (
+	sampleZero uint8 = iota
+	sampleConstant
+	sampleExponential
+	sampleUniform
+	sampleLognormal
+)
+
+// newSampler returns a sampler for d; nil means no delay.
+func newSampler(d *scenarios.Dist) sampler {
+	if d == nil {
+		return sampler{}
+	}
+	switch d.Kind {
+	case scenarios.Constant:
+		return sampler{kind: sampleConstant, constant: d.Mean}
+	case scenarios.Exponential:
+		return sampler{kind: sampleExponential, a: float64(d.Mean)}
+	case scenarios.UniformDist:
+		return sampler{kind: sampleUniform, a: float64(d.Min), b: float64(d.Max - d.Min)}
+	case scenarios.Lognormal:
+		// A lognormal with mean m and standard deviation s has
+		// sigma^2 = ln(1 + s^2/m^2) and mu = ln m - sigma^2/2.
+		m, s := float64(d.Mean), float64(d.StdDev)
+		sigma2 := math.Log1p(s * s / (m * m))
+		return sampler{kind: sampleLognormal, a: math.Log(m) - sigma2/2, b: math.Sqrt(sigma2)}
+	}
+	return sampler{}
+}
+
+// sample draws one duration; it does not draw from r for the zero and
+// constant samplers.
+func (s sampler) sample(r *rand.Rand) time.Duration {
+	switch s.kind {
+	case sampleConstant:
+		return s.constant
+	case sampleExponential:
+		return time.Duration(r.ExpFloat64() * s.a)
+	case sampleUniform:
+		return time.Duration(s.a + r.Float64()*s.b)
+	case sampleLognormal:
+		return time.Duration(math.Exp(s.a + s.b*r.NormFloat64()))
+	}
+	return 0
+}
+
+// zero reports whether the sampler always returns 0.
+func (s sampler) zero() bool {
+	return s.kind == sampleZero || (s.kind == sampleConstant && s.constant == 0)
+}

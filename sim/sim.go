@@ -1,0 +1,260 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// Options changes how a scenario is run. The zero value runs every
+// strategy of the scenario, with its seed and runs, on every core.
+type Options struct {
+	// Strategies names the strategies to run; none means all.
+	Strategies []string
+	// Parallel is how many runs go at once; 0 means GOMAXPROCS.
+	Parallel int
+	// Progress, when set, is called from the runs' goroutines with units
+	// of work done; a run is ProgressUnits units.
+	Progress func(units int)
+}
+
+// ProgressUnits is the work of one run in Options.Progress.
+const ProgressUnits = 100
+
+// Result is what Run returns: the summary, and every run with its time
+// series, in the order strategy by strategy, then run by run.
+type Result struct {
+	Summary *results.Summary
+	Runs    []*results.Run
+}
+
+// Run simulates every strategy of the scenario sc, sc.Runs times each,
+// and summarises. Runs go in parallel, each in one goroutine; the result
+// is the same as a sequential run's, whatever the parallelism. sc must be
+// valid (see scenarios.Scenario.Validate).
+func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, error) {
+	strats, err := pick(sc, opts.Strategies)
+	if err != nil {
+		return nil, err
+	}
+	type job struct{ strategy, run int }
+	jobs := make([]job, 0, len(strats)*sc.Runs)
+	for s := range strats {
+		for r := range sc.Runs {
+			jobs = append(jobs, job{s, r})
+		}
+	}
+	runs := make([]*results.Run, len(jobs))
+	errs := make([]error, len(jobs))
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(jobs)) {
+		wg.Go(func() {
+			for k := range next {
+				j := jobs[k]
+				w := newWorld(sc, &sc.Strategies[strats[j.strategy]], j.run, RunSeed(sc.Seed, j.run))
+				if opts.Progress != nil {
+					w.progress = opts.Progress
+					w.progressEvery = max(sc.Duration/ProgressUnits, 1)
+					w.progressNext = w.progressEvery
+				}
+				runs[k], errs[k] = w.simulate(ctx)
+			}
+		})
+	}
+	for k := range jobs {
+		next <- k
+	}
+	close(next)
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+
+	summary := &results.Summary{
+		Scenario:    sc.Name,
+		Description: sc.Description,
+		Seed:        sc.Seed,
+		Runs:        sc.Runs,
+		BucketS:     sc.Bucket.Seconds(),
+	}
+	setup := Setup(sc)
+	if !math.IsInf(setup.Capacity, 1) {
+		summary.CapacityPerS = &setup.Capacity
+	}
+	for s := range strats {
+		summary.Strategies = append(summary.Strategies, Summarize(runs[s*sc.Runs:(s+1)*sc.Runs], setup))
+	}
+	return &Result{Summary: summary, Runs: runs}, nil
+}
+
+// pick returns the indexes of the named strategies, in the scenario's
+// order, or all of them when names is empty.
+func pick(sc *scenarios.Scenario, names []string) ([]int, error) {
+	if err := CheckStrategies(sc, names); err != nil {
+		return nil, err
+	}
+	var idx []int
+	for i, st := range sc.Strategies {
+		if len(names) == 0 || slices.Contains(names, st.Name) {
+			idx = append(idx, i)
+		}
+	}
+	return idx, nil
+}
+
+// CheckStrategies reports a name in names that is not a strategy of sc.
+func CheckStrategies(sc *scenarios.Scenario, names []string) error {
+	for _, name := range names {
+		if !slices.ContainsFunc(sc.Strategies, func(st scenarios.Strategy) bool { return st.Name == name }) {
+			all := make([]string, len(sc.Strategies))
+			for i, st := range sc.Strategies {
+				all[i] = st.Name
+			}
+			return fmt.Errorf("scenario %s has no strategy %q (it has %s)", sc.Name, name, strings.Join(all, ", "))
+		}
+	}
+	return nil
+}
+
+// RunSeed derives the seed of replication run from the scenario's seed,
+// with the SplitMix64 finaliser, so that runs are independent.
+func RunSeed(seed uint64, run int) uint64 {
+	z := seed + uint64(run+1)*0x9e3779b97f4a7c15
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// Setup returns what the figures of sc's runs need to know.
+func Setup(sc *scenarios.Scenario) results.Setup {
+	s := results.Setup{Bucket: sc.Bucket, Capacity: sc.Server.Capacity()}
+	if !sc.Server.Concurrency.Unlimited() {
+		s.Concurrency = int(sc.Server.Concurrency)
+	}
+	if n := len(sc.Server.Outages); n > 0 {
+		s.LastOutageEnd = sc.Server.Outages[n-1].End()
+	}
+	return s
+}
+
+// Summarize computes one strategy's summary from its runs: the figures of
+// the run, or with several runs their means and, in CI95, the half-widths
+// of their 95% confidence intervals (Student's t). A figure that does not
+// exist in some runs (recovery in a run that never recovered) is averaged
+// over the runs where it does; it is nil when it exists in none.
+func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary {
+	figs := make([]results.Figures, len(runs))
+	s := results.StrategySummary{Name: runs[0].Strategy}
+	for i, r := range runs {
+		figs[i] = r.Figures(setup)
+		s.Engine.Events += r.Events
+		s.Engine.WallS += r.Wall.Seconds()
+		if figs[i].RecoveryTimeS != nil {
+			s.RecoveredRuns++
+		}
+	}
+	if len(runs) == 1 {
+		s.Figures = figs[0]
+		return s
+	}
+	mean, ci := aggregate(figs)
+	s.Figures, s.CI95 = mean, &ci
+	return s
+}
+
+// aggregate returns the means of the figures and the half-widths of their
+// 95% confidence intervals.
+func aggregate(figs []results.Figures) (mean, ci results.Figures) {
+	plain := func(get func(f *results.Figures) *float64) {
+		xs := make([]float64, len(figs))
+		for i := range figs {
+			xs[i] = *get(&figs[i])
+		}
+		*get(&mean), *get(&ci) = meanCI(xs)
+	}
+	optional := func(get func(f *results.Figures) **float64) {
+		var xs []float64
+		for i := range figs {
+			if p := *get(&figs[i]); p != nil {
+				xs = append(xs, *p)
+			}
+		}
+		if len(xs) == 0 {
+			return
+		}
+		m, h := meanCI(xs)
+		*get(&mean), *get(&ci) = &m, &h
+	}
+	plain(func(f *results.Figures) *float64 { return &f.Requests })
+	plain(func(f *results.Figures) *float64 { return &f.Attempts })
+	plain(func(f *results.Figures) *float64 { return &f.Delivered })
+	plain(func(f *results.Figures) *float64 { return &f.DeliveredRatio })
+	plain(func(f *results.Figures) *float64 { return &f.DeadLettered })
+	plain(func(f *results.Figures) *float64 { return &f.Unfinished })
+	plain(func(f *results.Figures) *float64 { return &f.Duplicates })
+	plain(func(f *results.Figures) *float64 { return &f.Amplification })
+	plain(func(f *results.Figures) *float64 { return &f.PeakLoad })
+	plain(func(f *results.Figures) *float64 { return &f.PeakAtS })
+	plain(func(f *results.Figures) *float64 { return &f.PeakLoadOverall })
+	plain(func(f *results.Figures) *float64 { return &f.LatencyS.Mean })
+	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P50 })
+	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P90 })
+	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P99 })
+	plain(func(f *results.Figures) *float64 { return &f.LatencyS.Max })
+	plain(func(f *results.Figures) *float64 { return &f.Processed })
+	plain(func(f *results.Figures) *float64 { return &f.Wasted })
+	plain(func(f *results.Figures) *float64 { return &f.ShortCircuited })
+	plain(func(f *results.Figures) *float64 { return &f.Rejected })
+	plain(func(f *results.Figures) *float64 { return &f.Throttled })
+	plain(func(f *results.Figures) *float64 { return &f.TimedOut })
+	plain(func(f *results.Figures) *float64 { return &f.Lost })
+	plain(func(f *results.Figures) *float64 { return &f.Replayed })
+	optional(func(f *results.Figures) **float64 { return &f.PeakLoadRatio })
+	optional(func(f *results.Figures) **float64 { return &f.RecoveryTimeS })
+	optional(func(f *results.Figures) **float64 { return &f.DrainTimeS })
+	optional(func(f *results.Figures) **float64 { return &f.CompletionTimeS })
+
+	mean.DeadLetteredBy, ci.DeadLetteredBy = map[string]float64{}, map[string]float64{}
+	reasons := map[string]bool{}
+	for _, f := range figs {
+		for k := range f.DeadLetteredBy {
+			reasons[k] = true
+		}
+	}
+	for k := range reasons {
+		xs := make([]float64, len(figs))
+		for i, f := range figs {
+			xs[i] = f.DeadLetteredBy[k]
+		}
+		mean.DeadLetteredBy[k], ci.DeadLetteredBy[k] = meanCI(xs)
+	}
+	return mean, ci
+}
+
+// meanCI returns the mean of xs and the half-width of its 95% confidence
+// interval: t(0.975, n-1) * s / sqrt(n). One value has a half-width of 0.
+func meanCI(xs []float64) (mean, half float64) {
+	mean, sd := stat.MeanStdDev(xs, nil)
+	n := float64(len(xs))
+	if len(xs) < 2 || sd == 0 {
+		return mean, 0
+	}
+	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
+	return mean, t * sd / math.Sqrt(n)
+}

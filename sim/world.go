@@ -1,0 +1,707 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// The kinds of event. A response event's kind is evResponse plus the
+// outcome the sender sees.
+const (
+	evArrival  uint8 = iota // the workload creates its next request(s)
+	evTry                   // request a is ready for its next attempt
+	evAtServer              // attempt b of request a reaches the server
+	evServed                // the server finished serving attempt b of request a
+	evTimeout               // the sender of attempt b of request a gives up on it
+	evReplay                // the DLQ replay sends dead letter number a back
+	evWarmup                // capacity grew during a warmup: start queued work
+	evResponse              // + outcome: the answer to attempt b of request a reaches its sender
+)
+
+// The states of a request.
+const (
+	stWaiting   uint8 = iota // created, or waiting for its backoff: no attempt in flight
+	stQueued                 // waiting for a worker of its sender's dispatcher
+	stInFlight               // an attempt is in flight
+	stDelivered              // final: the sender saw a success
+	stDead                   // final (unless replayed): in the dead-letter queue
+)
+
+// request is one request's state: compact, since a run holds a million.
+type request struct {
+	retry   strategies.Request // attempts, backoff memory, first attempt
+	created time.Duration
+	end     time.Duration // when it reached its final state
+	sentAt  time.Duration // when the attempt in flight was sent
+	permit  strategies.Permit
+	sender  int32
+	tag     int32  // number of the attempt in flight; events of older attempts are stale
+	arrived int32  // bucket in which the attempt in flight reached the server, -1 if it has not
+	hint    uint32 // Retry-After of the last 429, in seconds, plus 1 (0: none)
+	next    int32  // next request in its sender's dispatcher queue, -1 for none
+	state   uint8
+	reason  strategies.Reason // why it is dead-lettered
+	// started is set once the server begins processing the request: with
+	// idempotency the key is recorded then, and repeats are answered from
+	// the cache. processed is set once processing ends, so that another
+	// processing is a duplicate.
+	started, processed bool
+}
+
+// sender is one sender's state beyond the strategy's: its dispatcher.
+type sender struct {
+	retry      strategies.Sender
+	inFlight   int32 // attempts in flight, at most the workers
+	head, tail int32 // its queue of requests waiting for a worker; -1 when empty
+}
+
+// epoch is the wall-clock time of virtual time 0, for HTTP-date hints.
+var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// world is one run of one strategy: the engine, the models and what they
+// count. It belongs to one goroutine.
+type world struct {
+	sc      *scenarios.Scenario
+	policy  *strategies.Policy
+	q       *eventQueue
+	now     time.Duration
+	horizon time.Duration
+	events  int64
+
+	rArrive, rServe, rNet, rFault, rRetry *rand.Rand
+
+	service, latency sampler
+	reqs             []request
+	senders          []sender
+	perRequest       bool // one sender per request: senders grow with requests
+	workers          int32
+
+	// server
+	busy       int     // requests in service
+	queue      ring    // the waiting room: request, attempt pairs
+	queueLimit int     // -1: unlimited
+	slots      int     // concurrency, -1: unlimited
+	tokens     float64 // rate limit bucket
+	tokensAt   time.Duration
+	outages    []scenarios.Outage
+
+	// workload
+	arrived int // requests created so far
+	limit   int // requests to create, -1: no limit (poisson without a cap)
+
+	dlq      []int32 // dead letters, in the order they arrived
+	replayed int
+
+	run        *results.Run
+	bucket     time.Duration
+	nextSample time.Duration // end of the bucket whose queue is sampled next
+	sampled    int           // buckets sampled
+
+	progress      func(int)
+	progressEvery time.Duration
+	progressNext  time.Duration
+}
+
+// ring is a FIFO of (request, attempt) pairs.
+type ring struct {
+	buf        []int32 // pairs: request, attempt
+	head, size int
+}
+
+func (r *ring) len() int { return r.size }
+
+func (r *ring) push(a, b int32) {
+	if 2*r.size == len(r.buf) {
+		grown := make([]int32, max(2*len(r.buf), 64))
+		for i := range r.size {
+			j := (r.head + 2*i) % len(r.buf)
+			grown[2*i], grown[2*i+1] = r.buf[j], r.buf[j+1]
+		}
+		r.buf, r.head = grown, 0
+	}
+	j := (r.head + 2*r.size) % len(r.buf)
+	r.buf[j], r.buf[j+1] = a, b
+	r.size++
+}
+
+func (r *ring) pop() (a, b int32) {
+	a, b = r.buf[r.head], r.buf[r.head+1]
+	r.head = (r.head + 2) % len(r.buf)
+	r.size--
+	return a, b
+}
+
+// maxEvents stops a run that would never end, and maxInstant one whose
+// clock stands still: retries at the same instant forever, say.
+const (
+	maxEvents  = 1 << 32
+	maxInstant = 1 << 26
+)
+
+// newWorld prepares run number run of strategy st.
+func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
+	w := &world{
+		sc:       sc,
+		policy:   st.Policy(),
+		q:        newEventQueue(),
+		horizon:  sc.Duration,
+		rArrive:  rand.New(rand.NewPCG(seed, 1)),
+		rServe:   rand.New(rand.NewPCG(seed, 2)),
+		rNet:     rand.New(rand.NewPCG(seed, 3)),
+		rFault:   rand.New(rand.NewPCG(seed, 4)),
+		rRetry:   rand.New(rand.NewPCG(seed, 5)),
+		service:  newSampler(&sc.Server.ServiceTime),
+		latency:  newSampler(sc.Network.Latency),
+		workers:  int32(sc.Workload.Workers),
+		slots:    int(sc.Server.Concurrency),
+		outages:  sc.Server.Outages,
+		bucket:   sc.Bucket,
+		limit:    sc.Workload.Requests,
+		tokensAt: 0,
+	}
+	if sc.Server.Concurrency.Unlimited() {
+		w.slots = -1
+	}
+	w.queueLimit = int(sc.Server.Queue)
+	if sc.Server.Queue.Unlimited() {
+		w.queueLimit = -1
+	}
+	if rl := sc.Server.RateLimit; rl != nil {
+		w.tokens = float64(rl.Burst)
+	}
+	if sc.Workload.Arrival.Kind == scenarios.Poisson && w.limit == 0 {
+		w.limit = -1
+	}
+	if w.limit > 0 {
+		w.reqs = make([]request, 0, w.limit)
+	}
+	needSenders := w.policy.Breaker != nil || w.policy.Budget != nil || w.workers > 0
+	if needSenders {
+		if n := sc.Workload.Senders; n > 0 {
+			w.senders = make([]sender, n)
+			for i := range w.senders {
+				w.senders[i].head, w.senders[i].tail = -1, -1
+			}
+		} else {
+			w.perRequest = true
+			w.senders = make([]sender, 0, max(w.limit, 0))
+		}
+	}
+	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
+	w.run = results.NewRun(st.Name, run, buckets)
+	w.nextSample = sc.Bucket
+	return w
+}
+
+// simulate runs the world to its horizon and returns what it counted.
+func (w *world) simulate(ctx context.Context) (*results.Run, error) {
+	start := time.Now()
+	w.scheduleWorkload()
+	if r := w.sc.DLQ.Replay; r != nil {
+		w.q.push(r.At, evReplay, -1, 0)
+	}
+	for _, o := range w.outages {
+		if wu := w.sc.Server.Warmup; wu.Duration > 0 {
+			for i := 1; i <= warmupSteps; i++ {
+				w.q.push(o.End()+wu.Duration*time.Duration(i)/warmupSteps, evWarmup, 0, 0)
+			}
+		}
+	}
+	var instant int64 // events at the current time
+	for {
+		at, ok := w.q.peekTime()
+		if !ok || at >= w.horizon {
+			break
+		}
+		e, _ := w.q.pop()
+		if e.at == w.now {
+			instant++
+		} else {
+			instant = 0
+		}
+		w.advance(e.at)
+		w.handle(e)
+		w.events++
+		if w.events&0xffff == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			if w.events >= maxEvents || instant >= maxInstant {
+				return nil, fmt.Errorf("sim: strategy %s made %d events by t=%s (%d at that instant): do retries never wait, or never stop?",
+					w.run.Strategy, w.events, w.now, instant)
+			}
+		}
+	}
+	w.advance(w.horizon)
+	w.finish()
+	w.run.Events = w.events
+	w.run.Wall = time.Since(start)
+	return w.run, nil
+}
+
+// warmupSteps is how many times capacity grows during a warmup.
+const warmupSteps = 100
+
+// advance moves the clock to t, sampling the queue at every bucket end
+// passed.
+func (w *world) advance(t time.Duration) {
+	for w.nextSample <= t && w.sampled < len(w.run.Series) {
+		b := &w.run.Series[w.sampled]
+		b.Queue = int64(w.queue.len())
+		b.InFlight = int64(w.busy)
+		w.sampled++
+		w.nextSample += w.bucket
+	}
+	if w.progress != nil && t >= w.progressNext {
+		n := 0
+		for w.progressNext <= t && w.progressNext < w.horizon {
+			w.progressNext += w.progressEvery
+			n++
+		}
+		w.progress(n)
+	}
+	w.now = t
+}
+
+func (w *world) handle(e event) {
+	switch e.kind {
+	case evArrival:
+		w.arrive()
+	case evTry:
+		w.try(e.a)
+	case evAtServer:
+		w.atServer(e.a, e.b)
+	case evServed:
+		w.served(e.a, e.b)
+	case evTimeout:
+		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
+			w.run.TimedOut++
+			w.bucketAt(w.now).TimedOut++
+			w.outcome(e.a, strategies.Timeout)
+		}
+	case evReplay:
+		w.replay(e.a)
+	case evWarmup:
+		w.startQueued()
+	default:
+		w.response(e.a, e.b, strategies.Outcome(e.kind-evResponse))
+	}
+}
+
+// bucketAt returns the bucket holding time t.
+func (w *world) bucketAt(t time.Duration) *results.Bucket {
+	return &w.run.Series[min(int(t/w.bucket), len(w.run.Series)-1)]
+}
+
+// newRequest creates the next request of the workload at now and makes
+// its first try.
+func (w *world) newRequest() {
+	i := int32(len(w.reqs))
+	s := int32(i)
+	if n := len(w.senders); n > 0 && !w.perRequest {
+		s = i % int32(n)
+	}
+	if w.perRequest {
+		w.senders = append(w.senders, sender{head: -1, tail: -1})
+	}
+	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1, next: -1})
+	w.arrived++
+	w.try(i)
+}
+
+// try makes request i's next attempt at now, through its sender's
+// dispatcher and breaker.
+func (w *world) try(i int32) {
+	r := &w.reqs[i]
+	if w.workers > 0 {
+		sd := &w.senders[r.sender]
+		if sd.inFlight >= w.workers {
+			r.state = stQueued
+			r.next = -1
+			if sd.tail >= 0 {
+				w.reqs[sd.tail].next = i
+			} else {
+				sd.head = i
+			}
+			sd.tail = i
+			return
+		}
+		sd.inFlight++
+	}
+	var sd *strategies.Sender
+	if w.senders != nil {
+		sd = &w.senders[r.sender].retry
+	}
+	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
+	if !ok {
+		w.run.ShortCircuited++
+		w.bucketAt(w.now).ShortCircuited++
+		w.release(r.sender)
+		w.decide(i, d)
+		return
+	}
+	r.permit = permit
+	r.state = stInFlight
+	r.tag++
+	r.sentAt = w.now
+	r.arrived = -1
+	if w.latency.zero() {
+		w.atServer(i, r.tag)
+	} else {
+		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, r.tag)
+	}
+}
+
+// release frees a worker of sender s and gives it the next request
+// waiting in the dispatcher's queue.
+func (w *world) release(s int32) {
+	if w.workers == 0 {
+		return
+	}
+	sd := &w.senders[s]
+	sd.inFlight--
+	if sd.head >= 0 {
+		i := sd.head
+		sd.head = w.reqs[i].next
+		if sd.head < 0 {
+			sd.tail = -1
+		}
+		w.reqs[i].state = stWaiting
+		w.q.push(w.now, evTry, i, 0)
+	}
+}
+
+// atServer is attempt tag of request i reaching the server at now.
+func (w *world) atServer(i, tag int32) {
+	r := &w.reqs[i]
+	w.run.Attempts++
+	b := w.bucketAt(w.now)
+	b.Attempts++
+	if r.state == stInFlight && r.tag == tag {
+		r.arrived = int32(w.now / w.bucket)
+	}
+	srv := &w.sc.Server
+	if o, down := w.outage(w.now); down {
+		switch o.Mode {
+		case scenarios.Refuse:
+			w.reply(i, tag, strategies.Refused)
+		case scenarios.ErrorMode:
+			w.reply(i, tag, strategies.ServerError)
+		default: // timeout: no answer; the sender gives up
+			w.expire(i, tag)
+		}
+		return
+	}
+	if srv.RateLimit != nil && !w.takeToken() {
+		w.run.Throttled++
+		b.Throttled++
+		w.reqs[i].hint = w.retryAfterHint()
+		w.reply(i, tag, strategies.TooManyRequests)
+		return
+	}
+	if srv.Idempotency && r.started {
+		w.reply(i, tag, strategies.Success) // answered from the cache
+		return
+	}
+	if srv.FailureProbability > 0 && w.rFault.Float64() < srv.FailureProbability {
+		w.reply(i, tag, strategies.ServerError)
+		return
+	}
+	if w.busy < w.capacity() {
+		done, ok := w.serve(i, tag)
+		if ok && !(w.latency.zero() && done <= r.sentAt+w.policy.Timeout) {
+			w.expire(i, tag) // the answer may come too late
+		}
+		return
+	}
+	if w.queueLimit >= 0 && w.queue.len() >= w.queueLimit {
+		w.run.Rejected++
+		b.Rejected++
+		w.reply(i, tag, strategies.ServerError)
+		return
+	}
+	w.queue.push(i, tag)
+	w.expire(i, tag)
+}
+
+// outage returns the outage in force at t, if any.
+func (w *world) outage(t time.Duration) (scenarios.Outage, bool) {
+	for _, o := range w.outages {
+		if t < o.Start {
+			break
+		}
+		if t < o.End() {
+			return o, true
+		}
+	}
+	return scenarios.Outage{}, false
+}
+
+// capacity returns how many requests the server may serve at once now:
+// its concurrency, ramped up after an outage by the warmup.
+func (w *world) capacity() int {
+	if w.slots < 0 {
+		return math.MaxInt
+	}
+	wu := w.sc.Server.Warmup
+	if wu.Duration == 0 {
+		return w.slots
+	}
+	for i := len(w.outages) - 1; i >= 0; i-- {
+		end := w.outages[i].End()
+		if w.now < end {
+			continue
+		}
+		since := w.now - end
+		if since >= wu.Duration {
+			break
+		}
+		step := float64(since*warmupSteps/wu.Duration) / warmupSteps
+		frac := wu.From + (1-wu.From)*step
+		return max(1, int(frac*float64(w.slots)))
+	}
+	return w.slots
+}
+
+// takeToken takes a token from the rate limit's bucket, if one is there.
+func (w *world) takeToken() bool {
+	rl := w.sc.Server.RateLimit
+	w.tokens = min(float64(rl.Burst), w.tokens+(w.now-w.tokensAt).Seconds()*rl.Rate)
+	w.tokensAt = w.now
+	if w.tokens >= 1 {
+		w.tokens--
+		return true
+	}
+	return false
+}
+
+// retryAfterHint returns the Retry-After of a 429 sent now, in whole
+// seconds plus one, as a sender would parse it from the header.
+func (w *world) retryAfterHint() uint32 {
+	rl := w.sc.Server.RateLimit
+	wait := time.Duration(rl.RetryAfter)
+	if wait == 0 {
+		wait = time.Duration((1 - w.tokens) / rl.Rate * float64(time.Second))
+	}
+	format, _ := strategies.ParseRetryAfterFormat(rl.Format)
+	return uint32(hintSeconds(wait, format, w.now)) + 1
+}
+
+// hintSeconds is what a sender parses from a Retry-After header carrying
+// wait, written in format at virtual time now: the same as
+// strategies.ParseRetryAfter(strategies.FormatRetryAfter(...)), without
+// the strings.
+func hintSeconds(wait time.Duration, format strategies.RetryAfterFormat, now time.Duration) int64 {
+	if format == strategies.RetryAfterHTTPDate {
+		// The header names the second at or after now+wait; the sender
+		// counts from its own clock, now.
+		at := (now + wait + time.Second - 1) / time.Second * time.Second
+		return int64(((at - now) + time.Second - 1) / time.Second)
+	}
+	return int64((wait + time.Second - 1) / time.Second)
+}
+
+// serve starts serving attempt tag of request i now, and returns when it
+// will be done; false when there is no work to do.
+func (w *world) serve(i, tag int32) (time.Duration, bool) {
+	r := &w.reqs[i]
+	if w.sc.Server.DropExpired && (r.state != stInFlight || r.tag != tag) {
+		return 0, false // its sender has given up: skip the work
+	}
+	if w.sc.Server.Idempotency && r.started {
+		w.reply(i, tag, strategies.Success)
+		return 0, false
+	}
+	r.started = true
+	d := w.service.sample(w.rServe) + w.sc.Server.Slowdown*time.Duration(w.busy)
+	w.busy++
+	w.q.push(w.now+d, evServed, i, tag)
+	return w.now + d, true
+}
+
+// served is the server finishing attempt tag of request i now.
+func (w *world) served(i, tag int32) {
+	w.busy--
+	r := &w.reqs[i]
+	w.run.Processed++
+	if r.processed {
+		w.run.Duplicates++
+	}
+	r.processed = true
+	waiting := r.state == stInFlight && r.tag == tag
+	if !waiting {
+		w.run.Wasted++
+	}
+	if p := w.sc.Server.ResponseLoss; p > 0 && w.rFault.Float64() < p {
+		w.run.Lost++
+		w.reply(i, tag, strategies.Reset)
+	} else {
+		w.reply(i, tag, strategies.Success)
+	}
+	w.startQueued()
+}
+
+// startQueued starts queued work while the server has free slots.
+func (w *world) startQueued() {
+	for w.queue.len() > 0 && w.busy < w.capacity() {
+		w.serve(w.queue.pop())
+	}
+}
+
+// expire makes the sender of attempt tag of request i give up at its
+// timeout, unless an answer comes first.
+func (w *world) expire(i, tag int32) {
+	r := &w.reqs[i]
+	if r.state != stInFlight || r.tag != tag {
+		return
+	}
+	if t := w.policy.Timeout; t > 0 {
+		w.q.push(max(r.sentAt+t, w.now), evTimeout, i, tag)
+	}
+}
+
+// reply sends the answer o to attempt tag of request i: it reaches the
+// sender after the network's return hop.
+func (w *world) reply(i, tag int32, o strategies.Outcome) {
+	if w.latency.zero() {
+		w.response(i, tag, o)
+		return
+	}
+	w.q.push(w.now+w.latency.sample(w.rNet), evResponse+uint8(o), i, tag)
+}
+
+// response is the answer o to attempt tag of request i reaching its
+// sender now. An answer after the sender gave up is dropped.
+func (w *world) response(i, tag int32, o strategies.Outcome) {
+	r := &w.reqs[i]
+	if r.state != stInFlight || r.tag != tag {
+		return
+	}
+	if t := w.policy.Timeout; t > 0 && w.now-r.sentAt > t {
+		// The answer arrives after the timeout: the timeout event, at
+		// an earlier time, has already handled the attempt.
+		return
+	}
+	w.outcome(i, o)
+}
+
+// outcome is the sender of request i learning that its attempt in flight
+// came to o.
+func (w *world) outcome(i int32, o strategies.Outcome) {
+	r := &w.reqs[i]
+	if r.arrived >= 0 {
+		b := &w.run.Series[min(int(r.arrived), len(w.run.Series)-1)]
+		if o == strategies.Success {
+			b.OK++
+		} else {
+			b.NotOK++
+		}
+	}
+	res := strategies.Result{Outcome: o}
+	if o == strategies.TooManyRequests && r.hint > 0 {
+		res.RetryAfter = time.Duration(r.hint-1) * time.Second
+		res.HasRetryAfter = true
+		r.hint = 0
+	}
+	if o != strategies.Success {
+		w.bucketAt(w.now).Failed++
+	}
+	var sd *strategies.Sender
+	if w.senders != nil {
+		sd = &w.senders[r.sender].retry
+	}
+	d := w.policy.Done(sd, &r.retry, r.permit, w.now, res, w.rRetry)
+	r.state = stWaiting
+	w.release(r.sender)
+	w.decide(i, d)
+}
+
+// decide carries out the decision d about request i.
+func (w *world) decide(i int32, d strategies.Decision) {
+	r := &w.reqs[i]
+	switch d.Action {
+	case strategies.Deliver:
+		r.state, r.end = stDelivered, w.now
+		w.run.Delivered++
+		w.bucketAt(w.now).Delivered++
+		w.run.RecordLatency(w.now - r.created)
+	case strategies.Retry:
+		r.state = stWaiting
+		w.q.push(w.now+d.Wait, evTry, i, 0)
+	case strategies.DeadLetter:
+		r.state, r.end, r.reason = stDead, w.now, d.Reason
+		w.dlq = append(w.dlq, i)
+	}
+}
+
+// replay sends dead letter number k back (k = -1 starts the replay): the
+// replay takes the dead letters in the queue when it starts, at the
+// scenario's rate, with fresh attempt counts.
+func (w *world) replay(k int32) {
+	if k < 0 {
+		w.replayed = len(w.dlq)
+		k = 0
+	}
+	if int(k) >= w.replayed {
+		return
+	}
+	i := w.dlq[k]
+	w.dlq[k] = -1 // no longer in the queue
+	r := &w.reqs[i]
+	r.retry = strategies.Request{}
+	r.state = stWaiting
+	w.run.Replayed++
+	w.try(i)
+	gap := time.Duration(float64(time.Second) / w.sc.DLQ.Replay.Rate)
+	w.q.push(w.now+gap, evReplay, k+1, 0)
+}
+
+// finish counts the final state of every request.
+func (w *world) finish() {
+	run := w.run
+	run.Requests = int64(len(w.reqs))
+	var completion time.Duration
+	lastEnd := time.Duration(0)
+	if n := len(w.outages); n > 0 {
+		lastEnd = w.outages[n-1].End()
+	}
+	var drain time.Duration
+	drained := true
+	for i := range w.reqs {
+		r := &w.reqs[i]
+		switch r.state {
+		case stDelivered:
+		case stDead:
+			run.DeadLettered++
+			run.DeadLetteredBy[r.reason.String()]++
+		default:
+			run.Unfinished++
+		}
+		final := r.state == stDelivered || r.state == stDead
+		completion = max(completion, r.end)
+		if r.created <= lastEnd {
+			if !final {
+				drained = false
+			}
+			drain = max(drain, r.end-lastEnd)
+		}
+	}
+	if run.Unfinished == 0 {
+		run.Completion = &completion
+	}
+	if drained {
+		drain = max(drain, 0)
+		run.Drain = &drain
+	}
+	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests {
+		panic(fmt.Sprintf("sim: conservation broken: %d requests but %d delivered + %d dead-lettered + %d unfinished",
+			run.Requests, run.Delivered, run.DeadLettered, run.Unfinished))
+	}
+}
