@@ -33,9 +33,10 @@ fuzz:
 	$(GO) test ./strategies -run='^$$' -fuzz=FuzzRetryAfter -fuzztime=$(FUZZTIME)
 	$(GO) test ./scenarios -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME)
 
-# demo: the main job on the default scenario (the article's thundering herd).
+# demo: the main job on the default scenario (the article's thundering herd):
+# every strategy simulated, a table on the terminal, the report under out/.
 demo: build
-	./$(BIN) validate $(SCENARIO)
+	./$(BIN) run $(SCENARIO)
 
 clean:
 	rm -rf bin out

@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -263,4 +264,8 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 			}
 		}
 	}
+}
+
+func TestRequestFitsACacheLine(t *testing.T) {
+	assert.LessOrEqual(t, unsafe.Sizeof(request{}), uintptr(64))
 }

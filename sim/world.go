@@ -34,18 +34,17 @@ const (
 	stDead                   // final (unless replayed): in the dead-letter queue
 )
 
-// request is one request's state: compact, since a run holds a million.
+// request is one request's state: one cache line, since a run holds a
+// million and touches them in no particular order. State that only some
+// scenarios need (breaker permits, Retry-After hints, dispatcher queues)
+// lives in slices beside the requests, allocated only then.
 type request struct {
 	retry   strategies.Request // attempts, backoff memory, first attempt
 	created time.Duration
-	end     time.Duration // when it reached its final state
 	sentAt  time.Duration // when the attempt in flight was sent
-	permit  strategies.Permit
 	sender  int32
-	tag     int32  // number of the attempt in flight; events of older attempts are stale
-	arrived int32  // bucket in which the attempt in flight reached the server, -1 if it has not
-	hint    uint32 // Retry-After of the last 429, in seconds, plus 1 (0: none)
-	next    int32  // next request in its sender's dispatcher queue, -1 for none
+	tag     int32 // number of the attempt in flight; events of older attempts are stale
+	arrived int32 // bucket in which the attempt in flight reached the server, -1 if it has not
 	state   uint8
 	reason  strategies.Reason // why it is dead-lettered
 	// started is set once the server begins processing the request: with
@@ -79,6 +78,9 @@ type world struct {
 
 	service, latency sampler
 	reqs             []request
+	permits          []strategies.Permit // per request, with a breaker
+	hints            []uint32            // per request, with a rate limit: the last 429's Retry-After in seconds, plus 1 (0: none)
+	next             []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders          []sender
 	perRequest       bool // one sender per request: senders grow with requests
 	workers          int32
@@ -98,6 +100,10 @@ type world struct {
 
 	dlq      []int32 // dead letters, in the order they arrived
 	replayed int
+
+	lastOutageEnd time.Duration
+	completion    time.Duration // the latest final state of any request
+	drain         time.Duration // the latest final state of a request created by lastOutageEnd
 
 	run        *results.Run
 	bucket     time.Duration
@@ -179,8 +185,21 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	if sc.Workload.Arrival.Kind == scenarios.Poisson && w.limit == 0 {
 		w.limit = -1
 	}
+	if n := len(w.outages); n > 0 {
+		w.lastOutageEnd = w.outages[n-1].End()
+	}
 	if w.limit > 0 {
 		w.reqs = make([]request, 0, w.limit)
+	}
+	capacity := max(w.limit, 0)
+	if w.policy.Breaker != nil {
+		w.permits = make([]strategies.Permit, 0, capacity)
+	}
+	if sc.Server.RateLimit != nil {
+		w.hints = make([]uint32, 0, capacity)
+	}
+	if w.workers > 0 {
+		w.next = make([]int32, 0, capacity)
 	}
 	needSenders := w.policy.Breaker != nil || w.policy.Budget != nil || w.workers > 0
 	if needSenders {
@@ -311,7 +330,16 @@ func (w *world) newRequest() {
 	if w.perRequest {
 		w.senders = append(w.senders, sender{head: -1, tail: -1})
 	}
-	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1, next: -1})
+	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
+	if w.permits != nil {
+		w.permits = append(w.permits, strategies.Permit{})
+	}
+	if w.hints != nil {
+		w.hints = append(w.hints, 0)
+	}
+	if w.next != nil {
+		w.next = append(w.next, -1)
+	}
 	w.arrived++
 	w.try(i)
 }
@@ -324,9 +352,9 @@ func (w *world) try(i int32) {
 		sd := &w.senders[r.sender]
 		if sd.inFlight >= w.workers {
 			r.state = stQueued
-			r.next = -1
+			w.next[i] = -1
 			if sd.tail >= 0 {
-				w.reqs[sd.tail].next = i
+				w.next[sd.tail] = i
 			} else {
 				sd.head = i
 			}
@@ -347,7 +375,9 @@ func (w *world) try(i int32) {
 		w.decide(i, d)
 		return
 	}
-	r.permit = permit
+	if w.permits != nil {
+		w.permits[i] = permit
+	}
 	r.state = stInFlight
 	r.tag++
 	r.sentAt = w.now
@@ -369,7 +399,7 @@ func (w *world) release(s int32) {
 	sd.inFlight--
 	if sd.head >= 0 {
 		i := sd.head
-		sd.head = w.reqs[i].next
+		sd.head = w.next[i]
 		if sd.head < 0 {
 			sd.tail = -1
 		}
@@ -402,7 +432,7 @@ func (w *world) atServer(i, tag int32) {
 	if srv.RateLimit != nil && !w.takeToken() {
 		w.run.Throttled++
 		b.Throttled++
-		w.reqs[i].hint = w.retryAfterHint()
+		w.hints[i] = w.retryAfterHint()
 		w.reply(i, tag, strategies.TooManyRequests)
 		return
 	}
@@ -605,10 +635,10 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 		}
 	}
 	res := strategies.Result{Outcome: o}
-	if o == strategies.TooManyRequests && r.hint > 0 {
-		res.RetryAfter = time.Duration(r.hint-1) * time.Second
+	if o == strategies.TooManyRequests && w.hints[i] > 0 {
+		res.RetryAfter = time.Duration(w.hints[i]-1) * time.Second
 		res.HasRetryAfter = true
-		r.hint = 0
+		w.hints[i] = 0
 	}
 	if o != strategies.Success {
 		w.bucketAt(w.now).Failed++
@@ -617,7 +647,11 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	if w.senders != nil {
 		sd = &w.senders[r.sender].retry
 	}
-	d := w.policy.Done(sd, &r.retry, r.permit, w.now, res, w.rRetry)
+	var permit strategies.Permit
+	if w.permits != nil {
+		permit = w.permits[i]
+	}
+	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
 	r.state = stWaiting
 	w.release(r.sender)
 	w.decide(i, d)
@@ -628,7 +662,8 @@ func (w *world) decide(i int32, d strategies.Decision) {
 	r := &w.reqs[i]
 	switch d.Action {
 	case strategies.Deliver:
-		r.state, r.end = stDelivered, w.now
+		r.state = stDelivered
+		w.final(r)
 		w.run.Delivered++
 		w.bucketAt(w.now).Delivered++
 		w.run.RecordLatency(w.now - r.created)
@@ -636,8 +671,17 @@ func (w *world) decide(i int32, d strategies.Decision) {
 		r.state = stWaiting
 		w.q.push(w.now+d.Wait, evTry, i, 0)
 	case strategies.DeadLetter:
-		r.state, r.end, r.reason = stDead, w.now, d.Reason
+		r.state, r.reason = stDead, d.Reason
+		w.final(r)
 		w.dlq = append(w.dlq, i)
+	}
+}
+
+// final notes that request r reached a final state now.
+func (w *world) final(r *request) {
+	w.completion = w.now
+	if r.created <= w.lastOutageEnd {
+		w.drain = w.now
 	}
 }
 
@@ -667,12 +711,6 @@ func (w *world) replay(k int32) {
 func (w *world) finish() {
 	run := w.run
 	run.Requests = int64(len(w.reqs))
-	var completion time.Duration
-	lastEnd := time.Duration(0)
-	if n := len(w.outages); n > 0 {
-		lastEnd = w.outages[n-1].End()
-	}
-	var drain time.Duration
 	drained := true
 	for i := range w.reqs {
 		r := &w.reqs[i]
@@ -683,21 +721,16 @@ func (w *world) finish() {
 			run.DeadLetteredBy[r.reason.String()]++
 		default:
 			run.Unfinished++
-		}
-		final := r.state == stDelivered || r.state == stDead
-		completion = max(completion, r.end)
-		if r.created <= lastEnd {
-			if !final {
+			if r.created <= w.lastOutageEnd {
 				drained = false
 			}
-			drain = max(drain, r.end-lastEnd)
 		}
 	}
 	if run.Unfinished == 0 {
-		run.Completion = &completion
+		run.Completion = &w.completion
 	}
 	if drained {
-		drain = max(drain, 0)
+		drain := max(w.drain-w.lastOutageEnd, 0)
 		run.Drain = &drain
 	}
 	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests {

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
+)
+
+const small = `name: small
+duration: 2m
+server:
+  concurrency: 10
+  queue: 100
+  outages: [{start: 0s, duration: 10s, mode: refuse}]
+workload:
+  requests: 2000
+strategies:
+  - name: fixed
+    backoff: {kind: fixed, delay: 15s}
+    max_attempts: 5
+  - name: jitter
+    backoff: {kind: full-jitter, base: 1s, cap: 30s}
+    max_attempts: 5
+`
+
+func writeScenario(t *testing.T, dir, name, text string) string {
+	t.Helper()
+	path := filepath.Join(dir, name)
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	return path
+}
+
+func TestRunWritesEveryOutput(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "small.yaml", small)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := herdlab("run", file, "--out", out, "--runs", "2")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "small: 2,000 requests in a burst")
+	assert.Contains(t, stdout, "report: "+filepath.Join(out, "report.md"))
+	for _, name := range []string{"summary.json", "summary.csv", "timeseries.csv", "report.md"} {
+		assert.FileExists(t, filepath.Join(out, name))
+	}
+	f, err := os.Open(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	defer f.Close()
+	s, err := results.ReadJSON(f)
+	require.NoError(t, err)
+	assert.Equal(t, 2, s.Runs, "--runs overrides the file")
+	require.Len(t, s.Strategies, 2)
+	assert.Equal(t, 2000.0, s.Strategies[0].Requests)
+	assert.NotNil(t, s.Strategies[0].CI95)
+}
+
+func TestRunOneStrategyAndSeed(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "small.yaml", small)
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("run", file, "-o", out, "--strategy", "jitter", "--seed", "7", "-q")
+	require.Equal(t, exitOK, code, stderr)
+	f, err := os.Open(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	defer f.Close()
+	s, err := results.ReadJSON(f)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), s.Seed)
+	require.Len(t, s.Strategies, 1)
+	assert.Equal(t, "jitter", s.Strategies[0].Name)
+}
+
+func TestRunBadInputWritesNothing(t *testing.T) {
+	dir := t.TempDir()
+	good := writeScenario(t, dir, "small.yaml", small)
+	bad := writeScenario(t, dir, "bad.yaml", "server: {concurrency: 0}\n")
+	out := filepath.Join(dir, "out")
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"an invalid file", []string{"run", good, bad, "--out", out}, "bad.yaml:1:23: server.concurrency: must be >= 1 or unlimited, got 0"},
+		{"an unknown strategy", []string{"run", good, "--out", out, "--strategy", "nope"}, `scenario small has no strategy "nope" (it has fixed, jitter)`},
+		{"zero runs", []string{"run", good, "--out", out, "--runs", "0"}, "runs: must be >= 1, got 0"},
+		{"no file", []string{"run"}, "name at least one scenario file"},
+		{"a missing file", []string{"run", filepath.Join(dir, "nope.yaml")}, "nope.yaml:1:1: cannot read"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := herdlab(tt.args...)
+			assert.Equal(t, exitBadInput, code)
+			assert.Contains(t, stderr, tt.want)
+			assert.NoDirExists(t, out, "nothing is written")
+		})
+	}
+}

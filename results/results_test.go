@@ -1,0 +1,249 @@
+package results
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// healthy returns n buckets where every attempt succeeds.
+func healthy(n int) []Bucket {
+	s := make([]Bucket, n)
+	for i := range s {
+		s[i] = Bucket{Attempts: 10, OK: 10}
+	}
+	return s
+}
+
+func TestRecovery(t *testing.T) {
+	setup := Setup{Bucket: time.Second, Concurrency: 5, LastOutageEnd: 30 * time.Second}
+	tests := []struct {
+		name   string
+		series func() []Bucket
+		want   time.Duration
+		ok     bool
+	}{
+		{"healthy from the outage's end", func() []Bucket { return healthy(60) }, 0, true},
+		{"failures until 40s", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 40; i++ {
+				s[i] = Bucket{Attempts: 100, OK: 50, NotOK: 50}
+			}
+			return s
+		}, 10 * time.Second, true},
+		{"95% is enough", func() []Bucket {
+			s := healthy(60)
+			s[45] = Bucket{Attempts: 100, OK: 95, NotOK: 5}
+			return s
+		}, 0, true},
+		{"94% is not", func() []Bucket {
+			s := healthy(60)
+			s[45] = Bucket{Attempts: 100, OK: 94, NotOK: 6}
+			return s
+		}, 16 * time.Second, true},
+		{"never: the last bucket fails", func() []Bucket {
+			s := healthy(60)
+			s[59] = Bucket{Attempts: 10, NotOK: 10}
+			return s
+		}, 0, false},
+		{"a growing queue is not recovered", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 60; i++ {
+				s[i].Queue = int64(i-30) * 100 // grows by 100 a second
+			}
+			return s
+		}, 29 * time.Second, true}, // only the last bucket: nothing after it grows
+		{"a draining queue is recovered", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 60; i++ {
+				s[i].Queue = int64(60-i) * 100
+			}
+			return s
+		}, 0, true},
+		{"queue noise within the concurrency", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 60; i++ {
+				s[i].Queue = int64(i % 5)
+			}
+			return s
+		}, 0, true},
+		{"unknown results are not failures", func() []Bucket {
+			s := healthy(60)
+			s[59] = Bucket{Attempts: 10, OK: 1} // nine still in flight at the end
+			return s
+		}, 0, true},
+		{"buckets without attempts are healthy", func() []Bucket { return make([]Bucket, 60) }, 0, true},
+		{"outage past the horizon", func() []Bucket { return healthy(20) }, 0, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := Recovery(tt.series(), setup)
+			assert.Equal(t, tt.ok, ok)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	// An outage ending within a bucket: recovery counts from its end to
+	// the next bucket's start.
+	got, ok := Recovery(healthy(60), Setup{Bucket: time.Second, LastOutageEnd: 2500 * time.Millisecond})
+	assert.True(t, ok)
+	assert.Equal(t, 500*time.Millisecond, got)
+}
+
+func TestFigures(t *testing.T) {
+	r := NewRun("fixed", 0, 4)
+	r.Requests, r.Attempts, r.Delivered, r.DeadLettered, r.Unfinished = 100, 250, 90, 6, 4
+	r.DeadLetteredBy["max_attempts"] = 6
+	r.Series[0] = Bucket{Attempts: 200, NotOK: 200} // during the outage
+	r.Series[2] = Bucket{Attempts: 40, OK: 40}
+	r.Series[3] = Bucket{Attempts: 10, OK: 10}
+	for _, ms := range []int{100, 200, 300, 400} {
+		r.RecordLatency(time.Duration(ms) * time.Millisecond)
+	}
+	drain := 1500 * time.Millisecond
+	r.Drain = &drain
+	f := r.Figures(Setup{Bucket: 2 * time.Second, Capacity: 10, LastOutageEnd: time.Second})
+	assert.Equal(t, 2.5, f.Amplification)
+	assert.Equal(t, 0.9, f.DeliveredRatio)
+	assert.Equal(t, 40.0, f.PeakLoad, "the peak counts from the outage's end")
+	assert.Equal(t, 4.0, f.PeakAtS)
+	assert.Equal(t, 200.0, f.PeakLoadOverall)
+	require.NotNil(t, f.PeakLoadRatio)
+	assert.Equal(t, 2.0, *f.PeakLoadRatio, "40 attempts in 2s against 10/s")
+	require.NotNil(t, f.DrainTimeS)
+	assert.Equal(t, 1.5, *f.DrainTimeS)
+	assert.Nil(t, f.CompletionTimeS)
+	assert.InDelta(t, 0.25, f.LatencyS.Mean, 1e-12, "the mean is exact")
+	assert.InEpsilon(t, 0.2, f.LatencyS.P50, 0.001)
+	assert.InEpsilon(t, 0.4, f.LatencyS.Max, 0.001)
+	assert.Equal(t, map[string]float64{"max_attempts": 6}, f.DeadLetteredBy)
+
+	unlimited := r.Figures(Setup{Bucket: time.Second, Capacity: math.Inf(1)})
+	assert.Nil(t, unlimited.PeakLoadRatio, "no ratio to an unlimited capacity")
+}
+
+func TestLatencyHistogramsMergeExactly(t *testing.T) {
+	a, b, all := LatencyHistogram(), LatencyHistogram(), LatencyHistogram()
+	for i := range 10_000 {
+		v := int64(1 + i*i%5_000_000)
+		require.NoError(t, all.RecordValue(v))
+		if i%2 == 0 {
+			require.NoError(t, a.RecordValue(v))
+		} else {
+			require.NoError(t, b.RecordValue(v))
+		}
+	}
+	assert.Zero(t, a.Merge(b))
+	assert.True(t, a.Equals(all))
+}
+
+func summaryForTest() *Summary {
+	rec, ratio := 12.5, 1.03
+	return &Summary{
+		Scenario: "demo", Description: "A demo.", Seed: 1, Runs: 1, BucketS: 1,
+		Strategies: []StrategySummary{
+			{Name: "full-jitter", Figures: Figures{Requests: 50000, Attempts: 376037, Amplification: 7.52074, Delivered: 49973, DeliveredRatio: 0.99946,
+				DeadLettered: 27, PeakLoad: 2065, PeakLoadRatio: &ratio, PeakAtS: 36, RecoveryTimeS: &rec,
+				LatencyS: Latency{P99: 84.61}, DeadLetteredBy: map[string]float64{"max_attempts": 27}}},
+			{Name: "fixed-60s", Figures: Figures{Requests: 50000, Attempts: 420800, DeadLetteredBy: map[string]float64{}}},
+		},
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	s := summaryForTest()
+	var buf bytes.Buffer
+	require.NoError(t, WriteJSON(&buf, s))
+	assert.Contains(t, buf.String(), `"recovery_time_s": null`, "a missing figure is null")
+	got, err := ReadJSON(&buf)
+	require.NoError(t, err)
+	assert.Equal(t, s, got)
+
+	_, err = ReadJSON(strings.NewReader(`{"scenario": "x", "bogus": 1}`))
+	assert.ErrorContains(t, err, "bogus")
+}
+
+func TestSummaryCSV(t *testing.T) {
+	var buf bytes.Buffer
+	require.NoError(t, WriteSummaryCSV(&buf, summaryForTest()))
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	require.Len(t, lines, 3)
+	header := strings.Split(lines[0], ",")
+	row := strings.Split(lines[2], ",")
+	require.Len(t, row, len(header))
+	col := func(name string) string {
+		for i, h := range header {
+			if h == name {
+				return row[i]
+			}
+		}
+		t.Fatalf("no column %s", name)
+		return ""
+	}
+	assert.Equal(t, "fixed-60s", row[0])
+	assert.Equal(t, "420800", col("attempts"))
+	assert.Empty(t, col("recovery_time_s"), "a missing figure is empty")
+}
+
+func TestTimeseries(t *testing.T) {
+	r := NewRun("a", 1, 2)
+	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1}
+	var buf bytes.Buffer
+	require.NoError(t, WriteTimeseries(&buf, 500*time.Millisecond, []*Run{r}))
+	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1\n", buf.String())
+	assert.True(t, strings.HasPrefix(TimeseriesHeader, "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight"),
+		"the contract's columns come first")
+}
+
+func TestTableAndReport(t *testing.T) {
+	var table, report bytes.Buffer
+	s := summaryForTest()
+	require.NoError(t, WriteTable(&table, s))
+	require.NoError(t, WriteReport(&report, s))
+	assert.Contains(t, table.String(), "2,065 (1.03x) at 36s")
+	assert.Contains(t, table.String(), "never", "a server that never recovered says so")
+	assert.Contains(t, report.String(), "# demo\n\nA demo.\n")
+	assert.Contains(t, report.String(), "| full-jitter | 376,037 | 7.52x |")
+}
+
+func TestFormatting(t *testing.T) {
+	assert.Equal(t, "50,000", Count(50000))
+	assert.Equal(t, "999", Count(999))
+	assert.Equal(t, "-1,234,567", Count(-1234567))
+	assert.Equal(t, "1,234.5", Count(1234.5))
+	assert.Equal(t, "1.03", Decimal(1.0345))
+	assert.Equal(t, "25", Decimal(25))
+	x, y := 0.25, 90.0
+	assert.Equal(t, "250ms", Seconds(&x, ""))
+	assert.Equal(t, "90s", Seconds(&y, ""))
+	assert.Equal(t, "never", Seconds(nil, "never"))
+}
+
+func TestWriteFileIsAtomic(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "summary.json")
+	require.NoError(t, os.WriteFile(path, []byte("old"), 0o644))
+	err := WriteFile(path, func(w io.Writer) error {
+		io.WriteString(w, "half")
+		return errors.New("crash")
+	})
+	require.Error(t, err)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, "old", string(data), "a failed write leaves the old file")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "and no temporary file")
+
+	require.NoError(t, WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }))
+	data, _ = os.ReadFile(path)
+	assert.Equal(t, "new", string(data))
+}

@@ -1,0 +1,36 @@
+package sim
+
+import (
+	"context"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// BenchmarkMillion runs scenarios/million.yaml: a million requests in one
+// burst through a 30 s outage, full jitter, up to 10 attempts, 15 minute
+// horizon, one strategy, on one core. It reports events per second,
+// attempts per second and the process's peak resident set size.
+func BenchmarkMillion(b *testing.B) {
+	sc, err := scenarios.Load("../scenarios/million.yaml")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	var events, attempts int64
+	for b.Loop() {
+		res, err := Run(context.Background(), sc, Options{Parallel: 1})
+		require.NoError(b, err)
+		events += res.Runs[0].Events
+		attempts += res.Runs[0].Attempts
+	}
+	s := b.Elapsed().Seconds()
+	b.ReportMetric(float64(events)/s, "events/s")
+	b.ReportMetric(float64(attempts)/s, "attempts/s")
+	b.ReportMetric(s/float64(b.N), "wall-s/run")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+	}
+}
