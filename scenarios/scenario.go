@@ -82,8 +82,11 @@ type Server struct {
 	// ResponseLoss is the chance that a processed request's answer is
 	// lost, so the sender sees a reset; default 0.
 	ResponseLoss float64 `yaml:"response_loss"`
-	// Idempotency answers repeats of a processed request from a cache
-	// instead of processing them again; default false.
+	// Idempotency keeps the key of every request it begins to process
+	// and never processes a request twice: a repeat is answered with the
+	// stored success once processing is done, and with a 503 (come back)
+	// while it is still going on. Default false: every repeat is
+	// processed again and counted as a duplicate.
 	Idempotency bool `yaml:"idempotency"`
 }
 

@@ -22,6 +22,7 @@ const (
 	evTimeout               // the sender of attempt b of request a gives up on it
 	evReplay                // the DLQ replay sends dead letter number a back
 	evWarmup                // capacity grew during a warmup: start queued work
+	evDeadline              // after everything else at this instant: the sender of attempt b of request a gives up
 	evResponse              // + outcome: the answer to attempt b of request a reaches its sender
 )
 
@@ -79,7 +80,7 @@ type world struct {
 	service, latency sampler
 	reqs             []request
 	permits          []strategies.Permit // per request, with a breaker
-	hints            []uint32            // per request, with a rate limit: the last 429's Retry-After in seconds, plus 1 (0: none)
+	hints            []uint32            // per request, with a rate limit: the last 429's Retry-After header (see retryAfterHeader), plus 1 (0: none)
 	next             []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders          []sender
 	perRequest       bool // one sender per request: senders grow with requests
@@ -92,6 +93,7 @@ type world struct {
 	slots      int     // concurrency, -1: unlimited
 	tokens     float64 // rate limit bucket
 	tokensAt   time.Duration
+	hintFormat strategies.RetryAfterFormat
 	outages    []scenarios.Outage
 
 	// workload
@@ -181,6 +183,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	if rl := sc.Server.RateLimit; rl != nil {
 		w.tokens = float64(rl.Burst)
+		w.hintFormat, _ = strategies.ParseRetryAfterFormat(rl.Format)
 	}
 	if sc.Workload.Arrival.Kind == scenarios.Poisson && w.limit == 0 {
 		w.limit = -1
@@ -300,6 +303,12 @@ func (w *world) handle(e event) {
 	case evServed:
 		w.served(e.a, e.b)
 	case evTimeout:
+		// An answer due at this very instant still counts: give up only
+		// after every other event now.
+		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
+			w.q.push(w.now, evDeadline, e.a, e.b)
+		}
+	case evDeadline:
 		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
 			w.run.TimedOut++
 			w.bucketAt(w.now).TimedOut++
@@ -437,7 +446,7 @@ func (w *world) atServer(i, tag int32) {
 		return
 	}
 	if srv.Idempotency && r.started {
-		w.reply(i, tag, strategies.Success) // answered from the cache
+		w.reply(i, tag, w.cached(r))
 		return
 	}
 	if srv.FailureProbability > 0 && w.rFault.Float64() < srv.FailureProbability {
@@ -512,30 +521,37 @@ func (w *world) takeToken() bool {
 	return false
 }
 
-// retryAfterHint returns the Retry-After of a 429 sent now, in whole
-// seconds plus one, as a sender would parse it from the header.
+// retryAfterHint returns the Retry-After header of a 429 sent now, plus
+// one (see retryAfterHeader).
 func (w *world) retryAfterHint() uint32 {
 	rl := w.sc.Server.RateLimit
 	wait := time.Duration(rl.RetryAfter)
 	if wait == 0 {
 		wait = time.Duration((1 - w.tokens) / rl.Rate * float64(time.Second))
 	}
-	format, _ := strategies.ParseRetryAfterFormat(rl.Format)
-	return uint32(hintSeconds(wait, format, w.now)) + 1
+	return uint32(retryAfterHeader(wait, w.hintFormat, w.now)) + 1
 }
 
-// hintSeconds is what a sender parses from a Retry-After header carrying
-// wait, written in format at virtual time now: the same as
-// strategies.ParseRetryAfter(strategies.FormatRetryAfter(...)), without
-// the strings.
-func hintSeconds(wait time.Duration, format strategies.RetryAfterFormat, now time.Duration) int64 {
+// retryAfterHeader returns the number a Retry-After header written at
+// virtual time now carries for a wait: delta-seconds rounded up, or for
+// an HTTP-date the second it names, counted from the virtual epoch (the
+// second at or after now + wait). It is what strategies.FormatRetryAfter
+// writes, without the string.
+func retryAfterHeader(wait time.Duration, format strategies.RetryAfterFormat, now time.Duration) int64 {
 	if format == strategies.RetryAfterHTTPDate {
-		// The header names the second at or after now+wait; the sender
-		// counts from its own clock, now.
-		at := (now + wait + time.Second - 1) / time.Second * time.Second
-		return int64(((at - now) + time.Second - 1) / time.Second)
+		return int64((now + wait + time.Second - 1) / time.Second)
 	}
 	return int64((wait + time.Second - 1) / time.Second)
+}
+
+// retryAfterWait returns the wait a sender parses from the header h when
+// it receives it at now, as strategies.ParseRetryAfter does: a date in
+// the past means now.
+func retryAfterWait(h int64, format strategies.RetryAfterFormat, now time.Duration) time.Duration {
+	if format == strategies.RetryAfterHTTPDate {
+		return max(time.Duration(h)*time.Second-now, 0)
+	}
+	return time.Duration(h) * time.Second
 }
 
 // serve starts serving attempt tag of request i now, and returns when it
@@ -546,7 +562,7 @@ func (w *world) serve(i, tag int32) (time.Duration, bool) {
 		return 0, false // its sender has given up: skip the work
 	}
 	if w.sc.Server.Idempotency && r.started {
-		w.reply(i, tag, strategies.Success)
+		w.reply(i, tag, w.cached(r))
 		return 0, false
 	}
 	r.started = true
@@ -554,6 +570,17 @@ func (w *world) serve(i, tag int32) (time.Duration, bool) {
 	w.busy++
 	w.q.push(w.now+d, evServed, i, tag)
 	return w.now + d, true
+}
+
+// cached is the answer of an idempotent server to a repeat of request r,
+// whose key it has seen: the stored success once the first processing is
+// done, and while it is still going on a 503 that asks the sender to come
+// back (the request is not processed twice either way).
+func (w *world) cached(r *request) strategies.Outcome {
+	if r.processed {
+		return strategies.Success
+	}
+	return strategies.ServerError
 }
 
 // served is the server finishing attempt tag of request i now.
@@ -636,7 +663,7 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	}
 	res := strategies.Result{Outcome: o}
 	if o == strategies.TooManyRequests && w.hints[i] > 0 {
-		res.RetryAfter = time.Duration(w.hints[i]-1) * time.Second
+		res.RetryAfter = retryAfterWait(int64(w.hints[i]-1), w.hintFormat, w.now)
 		res.HasRetryAfter = true
 		w.hints[i] = 0
 	}
