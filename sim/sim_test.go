@@ -269,3 +269,30 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 func TestRequestFitsACacheLine(t *testing.T) {
 	assert.LessOrEqual(t, unsafe.Sizeof(request{}), uintptr(64))
 }
+
+func TestNoAllocationPerEvent(t *testing.T) {
+	// A steady stream of requests through a busy server with retries:
+	// ten times the horizon means ten times the events, but only the
+	// few allocations of slices growing, not one per event.
+	allocs := func(horizon time.Duration) (float64, int64) {
+		sc := scenario(t, 10, 100*time.Millisecond)
+		sc.Duration = horizon
+		sc.Server.Queue = 20
+		sc.Workload.Arrival = scenarios.Arrival{Kind: scenarios.Poisson, Rate: 95}
+		sc.Strategies[0].Backoff = scenarios.Backoff{Kind: scenarios.BackoffFullJitter, Base: time.Second, Cap: 10 * time.Second, Multiplier: 2}
+		sc.Strategies[0].MaxAttempts = 5
+		require.NoError(t, sc.Validate())
+		var events int64
+		n := testing.AllocsPerRun(1, func() {
+			res, err := Run(context.Background(), sc, Options{Parallel: 1})
+			require.NoError(t, err)
+			events = res.Runs[0].Events
+		})
+		return n, events
+	}
+	short, shortEvents := allocs(time.Minute)
+	long, longEvents := allocs(10 * time.Minute)
+	t.Logf("%.0f allocations for %d events; %.0f for %d", short, shortEvents, long, longEvents)
+	require.Greater(t, longEvents, 9*shortEvents)
+	assert.Less(t, long-short, 100.0)
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -111,6 +112,8 @@ type world struct {
 	bucket     time.Duration
 	nextSample time.Duration // end of the bucket whose queue is sampled next
 	sampled    int           // buckets sampled
+
+	loads uint64 // the event queue's last run prefetched
 
 	progress      func(int)
 	progressEvery time.Duration
@@ -238,11 +241,11 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 	}
 	var instant int64 // events at the current time
 	for {
-		at, ok := w.q.peekTime()
-		if !ok || at >= w.horizon {
-			break
+		e, ok := w.q.pop()
+		if !ok || e.at >= w.horizon {
+			break // an event at or after the horizon never happens
 		}
-		e, _ := w.q.pop()
+		w.prefetchRun()
 		if e.at == w.now {
 			instant++
 		} else {
@@ -266,6 +269,28 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 	w.run.Events = w.events
 	w.run.Wall = time.Since(start)
 	return w.run, nil
+}
+
+// prefetchRun starts loading the requests of every event of a run the
+// event queue has just loaded, and of the run after it, so that the cache misses of a million
+// randomly touched requests overlap instead of stalling the engine one
+// after the other.
+func (w *world) prefetchRun() {
+	run, loads := w.q.upcoming()
+	if loads == w.loads {
+		return
+	}
+	w.loads = loads
+	w.prefetchEvents(run)
+	w.prefetchEvents(w.q.following())
+}
+
+func (w *world) prefetchEvents(events []event) {
+	for i := range events {
+		if a := events[i].a; uint(a) < uint(len(w.reqs)) {
+			prefetch(unsafe.Pointer(&w.reqs[a]))
+		}
+	}
 }
 
 // warmupSteps is how many times capacity grows during a warmup.

@@ -1,0 +1,837 @@
+package sim
+
+import (
+	"math"
+	"math/bits"
+	"slices"
+	"time"
+)
+
+// event is one scheduled happening: 32 bytes.
+type event struct {
+	at   time.Duration // virtual time since the start of the run
+	seq  uint64        // assigned by push: FIFO among equal times
+	kind uint8         // what happens (the engine's enum)
+	a, b int32         // payload: e.g. a request index and an attempt tag
+}
+
+// eventBefore reports whether x pops before y: the earlier time first, and
+// among equal times the lower sequence number (the earlier push).
+func eventBefore(x, y *event) bool {
+	return x.at < y.at || (x.at == y.at && x.seq < y.seq)
+}
+
+// eventCmp is eventBefore as a three-way comparison, for slices.SortFunc.
+func eventCmp(x, y event) int {
+	switch {
+	case eventBefore(&x, &y):
+		return -1
+	case eventBefore(&y, &x):
+		return 1
+	}
+	return 0
+}
+
+// eventQueue is the simulator's event list: the timing wheel, which
+// BenchmarkEngine shows faster than the heap at every size and density
+// measured. Both implement the same methods with the same results.
+type eventQueue = wheelQueue
+
+// newEventQueue returns an empty event list.
+func newEventQueue() *eventQueue { return newWheelQueue() }
+
+// heapQueue is a binary min-heap of events ordered by (at, seq): the
+// baseline event list and a building block of wheelQueue. (A 4-ary heap,
+// tried, was 7-20% slower at every size from 10 to 10^6: moving 32-byte
+// events costs more than the levels it saves.)
+//
+// The zero value is an empty queue. It is not safe for concurrent use.
+type heapQueue struct {
+	items []event
+	seq   uint64 // the next sequence number push assigns
+}
+
+// newHeapQueue returns an empty heap.
+func newHeapQueue() *heapQueue { return &heapQueue{} }
+
+// push schedules an event at virtual time at.
+func (q *heapQueue) push(at time.Duration, kind uint8, a, b int32) {
+	// As pushEvent, but the new seq is the largest: it sorts after every
+	// event of its time. The fields are written in place, which spares a
+	// store-forwarding stall.
+	q.items = append(q.items, event{})
+	h := q.items
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if at >= h[p].at {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	e := &h[i]
+	e.at, e.seq, e.kind, e.a, e.b = at, q.seq, kind, a, b
+	q.seq++
+}
+
+// pop removes and returns the next event: the earliest, and among equal
+// times the first pushed. ok is false when the queue is empty.
+func (q *heapQueue) pop() (e event, ok bool) {
+	if len(q.items) == 0 {
+		return event{}, false
+	}
+	return q.popEvent(), true
+}
+
+// len returns the number of pending events.
+func (q *heapQueue) len() int { return len(q.items) }
+
+// peekTime returns the time of the next event; ok is false when the queue
+// is empty.
+func (q *heapQueue) peekTime() (at time.Duration, ok bool) {
+	if len(q.items) == 0 {
+		return 0, false
+	}
+	return q.items[0].at, true
+}
+
+// pushEvent adds e, whose seq is already assigned.
+func (q *heapQueue) pushEvent(e event) {
+	q.items = append(q.items, e)
+	h := q.items
+	i := len(h) - 1
+	for i > 0 {
+		p := (i - 1) / 2
+		if !eventBefore(&e, &h[p]) {
+			break
+		}
+		h[i] = h[p]
+		i = p
+	}
+	h[i] = e
+}
+
+// popEvent removes and returns the minimum. The heap must not be empty.
+func (q *heapQueue) popEvent() event {
+	h := q.items
+	top := h[0]
+	n := len(h) - 1
+	last := h[n]
+	h = h[:n]
+	q.items = h
+	if n > 0 {
+		heapDown(h, 0, last)
+	}
+	return top
+}
+
+// heapDown fills the hole at i with e, moving e down to its place.
+func heapDown(h []event, i int, e event) {
+	n := len(h)
+	for {
+		c := 2*i + 1
+		if c >= n {
+			break
+		}
+		if c+1 < n && eventBefore(&h[c+1], &h[c]) {
+			c++
+		}
+		if !eventBefore(&h[c], &e) {
+			break
+		}
+		h[i] = h[c]
+		i = c
+	}
+	h[i] = e
+}
+
+// heapify makes h a heap in O(len(h)).
+func heapify(h []event) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		heapDown(h, i, h[i])
+	}
+}
+
+// sortEvents sorts h by (at, seq): insertion sort when short or already
+// sorted (a slot filled in time order), pdqsort otherwise.
+func sortEvents(h []event) {
+	if len(h) > 32 {
+		sorted := true
+		for i := 1; i < len(h); i++ {
+			if eventBefore(&h[i], &h[i-1]) {
+				sorted = false
+				break
+			}
+		}
+		if !sorted {
+			slices.SortFunc(h, eventCmp)
+		}
+		return
+	}
+	for i := 1; i < len(h); i++ {
+		e := h[i]
+		j := i
+		for ; j > 0 && eventBefore(&e, &h[j-1]); j-- {
+			h[j] = h[j-1]
+		}
+		h[j] = e
+	}
+}
+
+// Tuning of wheelQueue, chosen with BenchmarkEngine.
+const (
+	// wheelTarget = 2^wheelTargetBits is the number of distinct times a
+	// slot near the head should hold.
+	wheelTargetBits = 3
+	wheelTarget     = 1 << wheelTargetBits
+	// A page has 2^wheelPageBits slots: about 4096 events, whose chunks
+	// stay in cache while the page is served.
+	wheelPageBits  = 9
+	wheelPageSlots = 1 << wheelPageBits
+	wheelPageMask  = wheelPageSlots - 1
+	// The ring has between 2^wheelMinRingBits and 2^wheelMaxRingBits pages.
+	wheelMinRingBits = 6
+	wheelMaxRingBits = 16
+	// wheelChunkLen is the number of events in one chunk of a list: a chunk
+	// is 1 KiB, and no event straddles two cache lines.
+	wheelChunkLen = 31
+	// Chunks are allocated in blocks of 2^wheelBlockBits, never moved.
+	wheelBlockBits = 6
+	wheelBlockLen  = 1 << wheelBlockBits
+	// wheelCheckEvery is how many loaded events pass between looks at the
+	// statistics.
+	wheelCheckEvery = 4096
+	// wheelMinGrow is the smallest queue length that triggers a look on push.
+	wheelMinGrow = 1024
+)
+
+// wheelChunk holds up to wheelChunkLen events of a list. A list's chunks
+// are linked through next, a chunk number (see wheelQueue.chunk); 0 ends it.
+type wheelChunk struct {
+	next int32
+	_    [28]byte // ev[0] shares next's cache line
+	ev   [wheelChunkLen]event
+}
+
+// wheelList is a slot or a page: a list of chunks in push order, all full
+// but the tail, which holds tailN events; head and tail are 0 when empty.
+type wheelList struct{ head, tail, tailN int32 }
+
+// wheelQueue is a two-level timing wheel (a calendar queue) that exploits
+// monotone time. Virtual time is cut into slots of 2^shift ns, and slots
+// into pages of 2^wheelPageBits slots:
+//
+//   - run holds, sorted, the events of the slot being served (cur) and of
+//     earlier slots; side, a small heapQueue, holds those pushed there
+//     after the run was sorted. pop takes the lesser of their heads.
+//   - An event in one of the next 2^ringBits-1 pages is appended, unsorted,
+//     to its page's list of chunks on the ring. When the current page is
+//     exhausted, the next occupied one (found in a bitmap) is spread:
+//     counting-sorted by slot into one buffer. The page lists are few, so
+//     their tails tend to stay in cache, and a page is read back
+//     sequentially.
+//   - An event later in the current page, pushed after it was spread, is
+//     appended to its slot's list. When run and side are empty, the next
+//     occupied slot (found in a bitmap) is loaded into run and sorted: a
+//     few events, insertion-sorted.
+//   - overflow, a heapQueue, holds the events beyond the ring; they move
+//     onto it as it turns. When the ring is empty it jumps straight to
+//     overflow's minimum, so empty stretches cost nothing.
+//
+// The slot width and the ring size adapt to the density of the pending
+// events. Every wheelCheckEvery loaded events (and when the queue grows
+// 4x), wheelQueue looks at the work they took: distinct times per loaded
+// slot, events migrated from overflow, bitmap words scanned. When that
+// shows a poor fit, it picks a slot width that brings the slots to about
+// wheelTarget distinct times, and a ring that covers 95% of the pending
+// events, and re-buckets everything. A re-bucketing costs O(len) and is
+// allowed only once per len/2 pushes and pops (up to 16 times that after
+// looks that changed nothing), so it is amortized O(1).
+//
+// Pops come out in exactly the order of heapQueue: by time, then by push
+// order. Monotone time (no push before the last pop) is what makes it
+// fast, not what makes it correct.
+//
+// The zero value is not usable; call newWheelQueue. It is not safe for
+// concurrent use.
+type wheelQueue struct {
+	run      []event // sorted; run[runPos:] are pending
+	runPos   int
+	side     heapQueue // slots <= cur, pushed after run was sorted
+	overflow heapQueue // pages >= page + 2^ringBits
+
+	// The slots of the current page after cur: slot k's events are
+	// spread[spreadOff[k]:spreadOff[k+1]], as the page was spread, and
+	// those in the list slots[k], pushed since. slotsUsed marks the slots
+	// with events.
+	spread    []event
+	spreadOff [wheelPageSlots + 1]int32
+	slots     [wheelPageSlots]wheelList
+	slotsUsed [wheelPageSlots / 64]uint64
+
+	ring     []wheelList // pages after the current one, by page mod 2^ringBits
+	ringUsed []uint64
+	blocks   []*[wheelBlockLen]wheelChunk // chunk c is blocks[c/wheelBlockLen][c%wheelBlockLen]
+	nChunks  int32                        // chunks allocated; chunk 0 is never used
+	scratch  []wheelList                  // for rebuild
+	// The free chunks of the slots and of the ring, each a list (0 when
+	// empty). Kept apart so that a ring chunk, read when its page is
+	// spread, is reused while in cache, for the ring.
+	freeSlot, freeRing int32
+
+	shift    uint  // slot width is 2^shift ns
+	ringBits uint  // the ring has 2^ringBits pages
+	ringMask int64 // 2^ringBits - 1
+	cur      int64 // the slot served by run and side: slot(at) = at >> shift
+	page     int64 // the current page: slot >> wheelPageBits
+	inSlots  int   // events in slots
+	inRing   int   // events in ring
+	n        int   // all pending events
+	seq      uint64
+	loads    uint64 // runs loaded from the slots, ever
+
+	// Adaptation.
+	rebuildOps int  // pushes and pops at the last look at all events
+	nRebuild   int  // n at the last look at all events
+	growAt     int  // n that triggers a look on push
+	backoff    uint // looks that changed nothing since the last rebuild
+	rebuilds   int  // re-bucketings, ever
+
+	// Work since the last check.
+	winLoads    int // slots loaded into run
+	winLoaded   int // events loaded into run
+	winTies     int // of which at the time of the previous one in the run
+	winMigrated int // events moved from overflow
+	winScanned  int // bitmap words scanned
+}
+
+// newWheelQueue returns an empty timing wheel with slots of about 1 ms and
+// 64 pages of 0.5 s; both adapt as events arrive.
+func newWheelQueue() *wheelQueue {
+	q := &wheelQueue{
+		nChunks:  1,
+		nRebuild: wheelMinGrow / 4,
+		growAt:   wheelMinGrow,
+		cur:      -1,
+	}
+	q.resize(20, wheelMinRingBits)
+	return q
+}
+
+// resize sets the slot width to 2^shift ns and the ring to 2^ringBits
+// pages, and empties the slots and the ring (without freeing their chunks).
+func (q *wheelQueue) resize(shift, ringBits uint) {
+	q.shift, q.ringBits, q.ringMask = shift, ringBits, 1<<ringBits-1
+	pages, words := 1<<ringBits, 1<<ringBits/64
+	if cap(q.ring) >= pages {
+		q.ring = q.ring[:pages]
+		clear(q.ring)
+	} else {
+		q.ring = make([]wheelList, pages)
+	}
+	if cap(q.ringUsed) >= words {
+		q.ringUsed = q.ringUsed[:words]
+		clear(q.ringUsed)
+	} else {
+		q.ringUsed = make([]uint64, words)
+	}
+	clear(q.slots[:])
+	clear(q.slotsUsed[:])
+}
+
+// ops returns the number of pushes and pops, ever.
+func (q *wheelQueue) ops() int { return 2*int(q.seq) - q.n }
+
+// push schedules an event at virtual time at.
+func (q *wheelQueue) push(at time.Duration, kind uint8, a, b int32) {
+	// Writing the fields in place, rather than copying an event built on
+	// the stack, spares a store-forwarding stall.
+	if dst := q.reserve(at); dst != nil {
+		dst.at, dst.seq, dst.kind, dst.a, dst.b = at, q.seq, kind, a, b
+	} else {
+		q.placeNear(event{at: at, seq: q.seq, kind: kind, a: a, b: b})
+	}
+	q.seq++
+	q.n++
+	if q.n > q.growAt {
+		q.check()
+	}
+}
+
+// pop removes and returns the next event: the earliest, and among equal
+// times the first pushed. ok is false when the queue is empty.
+func (q *wheelQueue) pop() (e event, ok bool) {
+	if i := q.runPos; i < len(q.run) && len(q.side.items) == 0 {
+		q.runPos = i + 1
+		q.n--
+		return q.run[i], true
+	}
+	return q.popSlow()
+}
+
+func (q *wheelQueue) popSlow() (e event, ok bool) {
+	if q.runPos == len(q.run) && len(q.side.items) == 0 && !q.advance() {
+		return event{}, false
+	}
+	q.n--
+	if q.runPos < len(q.run) {
+		r := &q.run[q.runPos]
+		if len(q.side.items) == 0 || !eventBefore(&q.side.items[0], r) {
+			q.runPos++
+			return *r, true
+		}
+	}
+	return q.side.popEvent(), true
+}
+
+// len returns the number of pending events.
+func (q *wheelQueue) len() int { return q.n }
+
+// upcoming returns the events of the sorted run being served that are
+// still to come, and a number that changes whenever a new run is loaded.
+// It is a hint for prefetching, not a promise of order: events pushed
+// since may come first. The slice must not be changed.
+func (q *wheelQueue) upcoming() ([]event, uint64) {
+	return q.run[q.runPos:], q.loads
+}
+
+// following returns the events that were spread into the next occupied
+// slot of the current page, after the run being served: those the run
+// after this one starts with. Like upcoming, it is only a hint.
+func (q *wheelQueue) following() []event {
+	start := int((q.cur + 1) & wheelPageMask)
+	if start == 0 {
+		return nil // the next slot is on another page
+	}
+	w := start >> 6
+	word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
+	for word == 0 {
+		if w++; w == len(q.slotsUsed) {
+			return nil
+		}
+		word = q.slotsUsed[w]
+	}
+	i := w<<6 + bits.TrailingZeros64(word)
+	return q.spread[q.spreadOff[i]:q.spreadOff[i+1]]
+}
+
+// peekTime returns the time of the next event; ok is false when the queue
+// is empty. It may turn the wheel, which changes no later result.
+func (q *wheelQueue) peekTime() (at time.Duration, ok bool) {
+	if q.runPos == len(q.run) && len(q.side.items) == 0 && !q.advance() {
+		return 0, false
+	}
+	if q.runPos < len(q.run) {
+		r := &q.run[q.runPos]
+		if len(q.side.items) == 0 || !eventBefore(&q.side.items[0], r) {
+			return r.at, true
+		}
+	}
+	return q.side.items[0].at, true
+}
+
+// reserve returns where to store an event at time at if it goes to a slot
+// or to the ring, and nil if it goes to run, side or overflow (placeNear).
+func (q *wheelQueue) reserve(at time.Duration) *event {
+	s := int64(at) >> q.shift
+	if s <= q.cur {
+		return nil
+	}
+	// s > cur >= page<<wheelPageBits - 1, so p >= page.
+	switch p := s >> wheelPageBits; {
+	case p == q.page:
+		i := int(s & wheelPageMask)
+		q.inSlots++
+		return q.add(&q.slots[i], &q.slotsUsed[i>>6], i, &q.freeSlot)
+	case p-q.page <= q.ringMask:
+		i := int(p & q.ringMask)
+		q.inRing++
+		return q.add(&q.ring[i], &q.ringUsed[i>>6], i, &q.freeRing)
+	}
+	return nil
+}
+
+// place files e.
+func (q *wheelQueue) place(e *event) {
+	if dst := q.reserve(e.at); dst != nil {
+		*dst = *e
+	} else {
+		q.placeNear(*e)
+	}
+}
+
+// placeNear files e where reserve does not: before the slots in run or
+// side, beyond the ring in overflow.
+func (q *wheelQueue) placeNear(e event) {
+	if int64(e.at)>>q.shift > q.cur {
+		q.overflow.pushEvent(e)
+		return
+	}
+	if len(q.side.items) == 0 {
+		if q.runPos == len(q.run) {
+			q.run, q.runPos = append(q.run[:0], e), 0
+			return
+		}
+		if last := &q.run[len(q.run)-1]; !eventBefore(&e, last) {
+			if len(q.run) == cap(q.run) && q.runPos >= len(q.run)/2 {
+				// Reclaim the popped half rather than grow (events
+				// pushed at the current time, forever, would).
+				q.run = q.run[:copy(q.run, q.run[q.runPos:])]
+				q.runPos = 0
+			}
+			q.run = append(q.run, e)
+			return
+		}
+	}
+	q.side.pushEvent(e)
+}
+
+// add appends an event to list l, number i of its level, whose bit is in
+// *used, and returns where to store it.
+func (q *wheelQueue) add(l *wheelList, used *uint64, i int, free *int32) *event {
+	if l.tail == 0 || l.tailN == wheelChunkLen {
+		q.addChunk(l, used, i, free)
+	}
+	l.tailN++
+	return &q.chunk(l.tail).ev[l.tailN-1]
+}
+
+// addChunk appends an empty chunk to list l (see add).
+func (q *wheelQueue) addChunk(l *wheelList, used *uint64, i int, free *int32) {
+	c := q.newChunk(free)
+	if l.tail == 0 {
+		l.head = c
+		*used |= 1 << (i & 63)
+	} else {
+		q.chunk(l.tail).next = c
+	}
+	l.tail, l.tailN = c, 0
+}
+
+// chunk returns chunk number c.
+func (q *wheelQueue) chunk(c int32) *wheelChunk {
+	return &q.blocks[c>>wheelBlockBits][c&(wheelBlockLen-1)]
+}
+
+// events returns the events of chunk c of l.
+func (q *wheelQueue) events(l *wheelList, c int32) []event {
+	if c == l.tail {
+		return q.chunk(c).ev[:l.tailN]
+	}
+	return q.chunk(c).ev[:]
+}
+
+// newChunk returns the index of an empty chunk, reusing one of the free
+// list *free, else of the other free list, if it can.
+func (q *wheelQueue) newChunk(free *int32) int32 {
+	if *free == 0 {
+		free = &q.freeSlot
+		if q.freeSlot == 0 {
+			free = &q.freeRing
+		}
+	}
+	c := *free
+	if c == 0 {
+		if q.nChunks == math.MaxInt32 {
+			panic("sim: event queue: too many events")
+		}
+		if int(q.nChunks)>>wheelBlockBits == len(q.blocks) {
+			q.blocks = append(q.blocks, new([wheelBlockLen]wheelChunk))
+		}
+		c = q.nChunks
+		q.nChunks++
+		return c
+	}
+	ch := q.chunk(c)
+	*free = ch.next
+	ch.next = 0
+	return c
+}
+
+// freeChunk adds chunk c to the free list *free and returns its successor.
+func (q *wheelQueue) freeChunk(c int32, free *int32) (next int32) {
+	ch := q.chunk(c)
+	next = ch.next
+	ch.next = *free
+	*free = c
+	return next
+}
+
+// advance turns the wheel so that run holds the next events. run and side
+// must be empty. It returns false when the queue is empty.
+func (q *wheelQueue) advance() bool {
+	if q.winLoaded >= wheelCheckEvery {
+		q.check()
+	}
+	if q.n == 0 {
+		return false
+	}
+	for q.inSlots == 0 {
+		q.turnPage()
+	}
+	// The next occupied slot of the page.
+	start := int((q.cur + 1) & wheelPageMask)
+	w := start >> 6
+	word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
+	for word == 0 {
+		w++
+		word = q.slotsUsed[w]
+		q.winScanned++
+	}
+	i := w<<6 + bits.TrailingZeros64(word)
+	q.cur = q.page<<wheelPageBits + int64(i)
+
+	// Load it into run.
+	q.run, q.runPos = append(q.run[:0], q.spread[q.spreadOff[i]:q.spreadOff[i+1]]...), 0
+	l := &q.slots[i]
+	for c := l.head; c != 0; {
+		q.run = append(q.run, q.events(l, c)...)
+		c = q.freeChunk(c, &q.freeSlot)
+	}
+	*l = wheelList{}
+	q.slotsUsed[i>>6] &^= 1 << (i & 63)
+	q.inSlots -= len(q.run)
+	sortEvents(q.run)
+
+	q.loads++
+	q.winLoads++
+	q.winLoaded += len(q.run)
+	for j := 1; j < len(q.run); j++ {
+		if q.run[j].at == q.run[j-1].at {
+			q.winTies++
+		}
+	}
+	return true
+}
+
+// turnPage moves to the next page that holds events, spreads its events
+// into the slots, and moves the events of overflow that the ring now
+// covers onto it. run, side and slots must be empty; the queue must not.
+func (q *wheelQueue) turnPage() {
+	if q.inRing == 0 {
+		// Nothing on the ring: jump to the earliest event beyond it.
+		q.page = int64(q.overflow.items[0].at) >> q.shift >> wheelPageBits
+		q.cur = q.page<<wheelPageBits - 1
+		q.spreadOff = [wheelPageSlots + 1]int32{}
+		q.migrate()
+		return
+	}
+	start := int((q.page + 1) & q.ringMask)
+	w := start >> 6
+	word := q.ringUsed[w] &^ (1<<(start&63) - 1)
+	last := len(q.ringUsed) - 1 // a power of two minus one
+	for word == 0 {
+		// Wrapping round to the start word sees its low bits: the far end
+		// of the ring.
+		w = (w + 1) & last
+		word = q.ringUsed[w]
+		q.winScanned++
+	}
+	i := w<<6 + bits.TrailingZeros64(word)
+	q.page += 1 + int64(i-start)&q.ringMask
+	q.cur = q.page<<wheelPageBits - 1
+
+	// Spread the page into the slots: a counting sort into spread.
+	l := &q.ring[i]
+	var off [wheelPageSlots + 1]int32
+	for c := l.head; c != 0; c = q.chunk(c).next {
+		ev := q.events(l, c)
+		for j := range ev {
+			off[int(int64(ev[j].at)>>q.shift&wheelPageMask)+1]++
+		}
+	}
+	for k := range wheelPageSlots {
+		if off[k+1] > 0 {
+			q.slotsUsed[k>>6] |= 1 << (k & 63)
+		}
+		off[k+1] += off[k]
+	}
+	n := int(off[wheelPageSlots])
+	q.spread = slices.Grow(q.spread[:0], n)[:n]
+	q.spreadOff = off
+	for c := l.head; c != 0; {
+		ev := q.events(l, c)
+		for j := range ev {
+			k := int(int64(ev[j].at) >> q.shift & wheelPageMask)
+			q.spread[off[k]] = ev[j]
+			off[k]++
+		}
+		c = q.freeChunk(c, &q.freeRing)
+	}
+	q.inSlots += n
+	q.inRing -= n
+	*l = wheelList{}
+	q.ringUsed[i>>6] &^= 1 << (i & 63)
+	q.migrate()
+}
+
+// migrate moves the events of overflow that the ring now covers onto it.
+func (q *wheelQueue) migrate() {
+	for len(q.overflow.items) > 0 {
+		s := int64(q.overflow.items[0].at) >> q.shift
+		p := s >> wheelPageBits
+		if p-q.page > q.ringMask { // p >= page
+			return
+		}
+		e := q.overflow.popEvent()
+		q.place(&e)
+		q.winMigrated++
+	}
+}
+
+// check looks at the work done since the last check and re-buckets when it
+// shows the slot width or the ring fits the pending events poorly.
+//
+// The slot width is judged by the distinct times per loaded slot (no width
+// could split equal times): outside [wheelTarget/2, 2*wheelTarget] it is
+// poor, and the width is scaled to bring it to wheelTarget. Without enough
+// loads to judge by (while the queue fills), fit estimates the width from
+// the pending events.
+func (q *wheelQueue) check() {
+	loaded := max(q.winLoaded, 1)
+	perSlot := 0.0 // distinct times per loaded slot, if known
+	if q.winLoads >= 64 {
+		perSlot = float64(q.winLoaded-q.winTies) / float64(q.winLoads)
+	}
+	poor := perSlot > 0 && (perSlot < wheelTarget/2 || perSlot > 2*wheelTarget) ||
+		q.winMigrated*8 > loaded || // ring too short
+		q.winScanned > 2*loaded || // slots too narrow or ring too large
+		q.n > 4*q.nRebuild || 4*q.n < q.nRebuild
+	q.winLoads, q.winLoaded, q.winTies, q.winMigrated, q.winScanned = 0, 0, 0, 0, 0
+	q.growAt = max(4*q.n, wheelMinGrow)
+	if !poor || q.n == 0 || q.ops()-q.rebuildOps < max(q.n/2, wheelCheckEvery)<<q.backoff {
+		return
+	}
+	shift, spanBits, base := q.fit()
+	if perSlot > 0 {
+		d := int(math.Round(math.Log2(wheelTarget / perSlot)))
+		shift = uint(min(max(int(q.shift)+d, 0), 62-wheelPageBits))
+	}
+	ringBits := uint(min(max(spanBits-int(shift)-wheelPageBits, wheelMinRingBits), wheelMaxRingBits))
+	q.rebuildOps, q.nRebuild = q.ops(), q.n
+	if shift == q.shift && absDiff(ringBits, q.ringBits) <= 1 {
+		q.backoff = min(q.backoff+1, 4)
+		return
+	}
+	q.backoff = 0
+	q.rebuild(shift, ringBits, base)
+}
+
+func absDiff(x, y uint) uint {
+	if x > y {
+		return x - y
+	}
+	return y - x
+}
+
+// each calls f on slices that hold every pending event once, in no
+// particular order.
+func (q *wheelQueue) each(f func(ev []event)) {
+	f(q.run[q.runPos:])
+	f(q.side.items)
+	f(q.overflow.items)
+	f(q.spread[q.spreadOff[q.cur+1-q.page<<wheelPageBits]:q.spreadOff[wheelPageSlots]])
+	for _, lists := range [][]wheelList{q.slots[:], q.ring} {
+		for i := range lists {
+			l := &lists[i]
+			for c := l.head; c != 0; c = q.chunk(c).next {
+				f(q.events(l, c))
+			}
+		}
+	}
+}
+
+// fit measures the pending events and returns the slot width (2^shift ns)
+// that suits them, the span (2^spanBits ns) the ring should cover, and the
+// earliest time, base. With o the offset of an event from base and C(x) the
+// number of events with 0 < o < x:
+//
+//	width = wheelTarget * X / C(X), X the least power of two with C(X) >= C(inf)/2
+//	span  = the least power of two that covers 95% of the offsets
+//
+// C(X)/X estimates the density of events near the head; events at exactly
+// base (a burst) are left out, as no width could spread them.
+func (q *wheelQueue) fit() (shift uint, spanBits int, base time.Duration) {
+	base = math.MaxInt64
+	q.each(func(ev []event) {
+		for i := range ev {
+			base = min(base, ev[i].at)
+		}
+	})
+	var hist [65]int // hist[k]: events with bits.Len64(o) == k
+	q.each(func(ev []event) {
+		for i := range ev {
+			hist[bits.Len64(uint64(ev[i].at-base))]++
+		}
+	})
+
+	n, rest := q.n, q.n-hist[0]
+	sum := 0
+	for sum = hist[0]; sum*20 < n*19; sum += hist[spanBits] {
+		spanBits++
+	}
+	shift = q.shift
+	if rest > 0 {
+		k, c := 1, hist[1]
+		for c*2 < rest {
+			k++
+			c += hist[k]
+		}
+		// width = wheelTarget * 2^k / c, rounded down to a power of two:
+		// with 2^(l-1) <= c < 2^l, 2^(k+wheelTargetBits-l) is in [width/2, width).
+		shift = uint(min(max(k+wheelTargetBits-bits.Len(uint(c)), 0), 62-wheelPageBits))
+	}
+	return shift, spanBits, base
+}
+
+// rebuild re-buckets every pending event with slots of 2^shift ns and a
+// ring of 2^ringBits pages, starting at the page of base. No event is before
+// base, so place puts none in run or side.
+func (q *wheelQueue) rebuild(shift, ringBits uint, base time.Duration) {
+	old := append(append(q.scratch[:0], q.slots[:]...), q.ring...)
+	q.scratch = old
+	oldFirst := q.cur + 1 - q.page<<wheelPageBits // the first slot of spread not loaded
+	q.resize(shift, ringBits)
+	q.page = int64(base) >> shift >> wheelPageBits
+	q.cur = q.page<<wheelPageBits - 1
+	q.inSlots, q.inRing = 0, 0
+	q.rebuilds++
+
+	// Overflow, compacted in place.
+	of, j := q.overflow.items, 0
+	for i := range of {
+		if p := int64(of[i].at) >> shift >> wheelPageBits; p-q.page > q.ringMask {
+			of[j] = of[i]
+			j++
+		} else {
+			q.place(&of[i])
+		}
+	}
+	q.overflow.items = of[:j]
+	heapify(q.overflow.items)
+
+	for i := q.runPos; i < len(q.run); i++ {
+		q.place(&q.run[i])
+	}
+	for i := range q.side.items {
+		q.place(&q.side.items[i])
+	}
+	for i := q.spreadOff[oldFirst]; i < q.spreadOff[wheelPageSlots]; i++ {
+		q.place(&q.spread[i])
+	}
+	q.spreadOff = [wheelPageSlots + 1]int32{}
+	q.run, q.runPos = q.run[:0], 0
+	q.side.items = q.side.items[:0]
+
+	// The old lists, freeing each chunk once read.
+	for i := range old {
+		l := &old[i]
+		for c := l.head; c != 0; {
+			for _, e := range q.events(l, c) {
+				q.place(&e)
+			}
+			c = q.freeChunk(c, &q.freeRing)
+		}
+	}
+}
