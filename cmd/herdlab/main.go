@@ -91,7 +91,7 @@ func newFlagSet(name string, cmd *command, out io.Writer) *flag.FlagSet {
 		w := fs.Output()
 		fmt.Fprintf(w, "Usage: herdlab %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
 		if fs.HasAvailableFlags() {
-			fmt.Fprintf(w, "\nFlags:\n%s", fs.FlagUsages())
+			fmt.Fprintf(w, "\nFlags:\n%s\n", strings.TrimRight(fs.FlagUsages(), "\n"))
 		}
 	}
 	return fs
