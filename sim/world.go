@@ -336,7 +336,7 @@ func (w *world) handle(e event) {
 	case evDeadline:
 		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
 			w.run.TimedOut++
-			w.bucketAt(w.now).TimedOut++
+			w.current().TimedOut++
 			w.outcome(e.a, strategies.Timeout)
 		}
 	case evReplay:
@@ -348,9 +348,10 @@ func (w *world) handle(e event) {
 	}
 }
 
-// bucketAt returns the bucket holding time t.
-func (w *world) bucketAt(t time.Duration) *results.Bucket {
-	return &w.run.Series[min(int(t/w.bucket), len(w.run.Series)-1)]
+// current returns the bucket holding now: the one whose end advance
+// samples next (the last one at the horizon).
+func (w *world) current() *results.Bucket {
+	return &w.run.Series[min(w.sampled, len(w.run.Series)-1)]
 }
 
 // newRequest creates the next request of the workload at now and makes
@@ -404,7 +405,7 @@ func (w *world) try(i int32) {
 	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
 	if !ok {
 		w.run.ShortCircuited++
-		w.bucketAt(w.now).ShortCircuited++
+		w.current().ShortCircuited++
 		w.release(r.sender)
 		w.decide(i, d)
 		return
@@ -446,10 +447,10 @@ func (w *world) release(s int32) {
 func (w *world) atServer(i, tag int32) {
 	r := &w.reqs[i]
 	w.run.Attempts++
-	b := w.bucketAt(w.now)
+	b := w.current()
 	b.Attempts++
 	if r.state == stInFlight && r.tag == tag {
-		r.arrived = int32(w.now / w.bucket)
+		r.arrived = int32(w.sampled)
 	}
 	srv := &w.sc.Server
 	if o, down := w.outage(w.now); down {
@@ -693,7 +694,7 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 		w.hints[i] = 0
 	}
 	if o != strategies.Success {
-		w.bucketAt(w.now).Failed++
+		w.current().Failed++
 	}
 	var sd *strategies.Sender
 	if w.senders != nil {
@@ -717,7 +718,7 @@ func (w *world) decide(i int32, d strategies.Decision) {
 		r.state = stDelivered
 		w.final(r)
 		w.run.Delivered++
-		w.bucketAt(w.now).Delivered++
+		w.current().Delivered++
 		w.run.RecordLatency(w.now - r.created)
 	case strategies.Retry:
 		r.state = stWaiting

@@ -223,8 +223,8 @@ func (j DecorrelatedJitterV2) Next(s *BackoffState, r *rand.Rand) time.Duration 
 // expo returns min(c, b * m^k), computed in floating point so that large k
 // saturate at the cap instead of overflowing.
 func expo(b, c time.Duration, m float64, k int) time.Duration {
-	if m == 0 {
-		m = DefaultMultiplier
+	if m == 0 || m == 2 {
+		return capped(math.Ldexp(float64(b), k), c) // b * 2^k, exactly and fast
 	}
 	return capped(float64(b)*math.Pow(m, float64(k)), c)
 }
