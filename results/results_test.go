@@ -98,6 +98,27 @@ func TestRecovery(t *testing.T) {
 	assert.Equal(t, 500*time.Millisecond, got)
 }
 
+func TestBreakdown(t *testing.T) {
+	tests := []struct {
+		name string
+		b    Bucket
+		want Breakdown
+	}{
+		{"all classes", Bucket{Attempts: 20, OK: 5, NotOK: 13, Rejected: 4, Throttled: 3, NotOKTimeout: 2},
+			Breakdown{Succeeded: 5, Rejected: 4, Throttled: 3, TimedOut: 2, Failed: 4, Unresolved: 2}},
+		{"a rejection the sender timed out on counts once", Bucket{Attempts: 1, NotOK: 1, Rejected: 1, NotOKTimeout: 1},
+			Breakdown{Rejected: 1}},
+		{"empty", Bucket{}, Breakdown{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := tt.b.Breakdown()
+			assert.Equal(t, tt.want, got)
+			assert.Equal(t, tt.b.Attempts, got.Succeeded+got.Rejected+got.Throttled+got.TimedOut+got.Failed+got.Unresolved)
+		})
+	}
+}
+
 func TestFigures(t *testing.T) {
 	r := NewRun("fixed", 0, 4)
 	r.Requests, r.Attempts, r.Delivered, r.DeadLettered, r.Unfinished = 100, 250, 90, 6, 4
@@ -195,10 +216,10 @@ func TestSummaryCSV(t *testing.T) {
 
 func TestTimeseries(t *testing.T) {
 	r := NewRun("a", 1, 2)
-	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1}
+	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1, NotOKTimeout: 1}
 	var buf bytes.Buffer
 	require.NoError(t, WriteTimeseries(&buf, 500*time.Millisecond, []*Run{r}))
-	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1\n", buf.String())
+	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1,1\n", buf.String())
 	assert.True(t, strings.HasPrefix(TimeseriesHeader, "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight"),
 		"the contract's columns come first")
 }

@@ -55,6 +55,7 @@ type Bucket struct {
 	Attempts       int64 // attempts that reached the server
 	OK             int64 // of those, the ones whose sender saw a success
 	NotOK          int64 // of those, the ones whose sender saw a failure or gave up
+	NotOKTimeout   int64 // of NotOK, the ones whose sender gave up
 	Delivered      int64 // requests delivered
 	Failed         int64 // attempts whose sender saw a failure
 	Rejected       int64 // attempts answered 503 for a full queue
@@ -63,6 +64,34 @@ type Bucket struct {
 	TimedOut       int64 // attempts the sender gave up on
 	Queue          int64 // server queue length at the bucket's end
 	InFlight       int64 // requests in service at the bucket's end
+}
+
+// Breakdown is what became of the attempts that reached the server in
+// one bucket, by class, for the stacked load chart. The classes add up to
+// the bucket's attempts.
+type Breakdown struct {
+	Succeeded  int64 // the sender saw a success
+	Rejected   int64 // 503: the server's queue was full
+	Throttled  int64 // 429: the rate limit
+	TimedOut   int64 // the sender gave up waiting
+	Failed     int64 // any other failure: refused, 5xx, reset
+	Unresolved int64 // no result by the end of the run
+}
+
+// Breakdown splits the bucket's attempts into classes. Rejections and
+// 429s are counted as the server sends them; an attempt whose sender
+// timed out before such an answer arrived counts once, as rejected or
+// throttled.
+func (b Bucket) Breakdown() Breakdown {
+	d := Breakdown{
+		Succeeded: b.OK,
+		Rejected:  b.Rejected,
+		Throttled: b.Throttled,
+		TimedOut:  max(min(b.NotOKTimeout, b.NotOK-b.Rejected-b.Throttled), 0),
+	}
+	d.Failed = max(b.NotOK-d.Rejected-d.Throttled-d.TimedOut, 0)
+	d.Unresolved = max(b.Attempts-d.Succeeded-d.Rejected-d.Throttled-d.TimedOut-d.Failed, 0)
+	return d
 }
 
 // LatencyHistogram returns an empty latency histogram with the range and

@@ -8,12 +8,24 @@ type Summary struct {
 	Runs        int    `json:"runs"`
 	// BucketS is the histogram bucket width in seconds.
 	BucketS float64 `json:"bucket_s"`
+	// HorizonS is the length of a run in seconds.
+	HorizonS float64 `json:"horizon_s"`
 	// CapacityPerS is the server's capacity in requests per second; nil
 	// when unlimited.
-	CapacityPerS *float64          `json:"capacity_per_s"`
-	Strategies   []StrategySummary `json:"strategies"`
+	CapacityPerS *float64 `json:"capacity_per_s"`
+	// Outages are the server's outage windows, in order.
+	Outages    []Window          `json:"outages"`
+	Strategies []StrategySummary `json:"strategies"`
 	// Partial marks results of an interrupted run.
 	Partial bool `json:"partial,omitempty"`
+}
+
+// Window is an outage: from StartS to EndS seconds, in a mode (refuse,
+// timeout or error).
+type Window struct {
+	StartS float64 `json:"start_s"`
+	EndS   float64 `json:"end_s"`
+	Mode   string  `json:"mode"`
 }
 
 // StrategySummary is one strategy's figures: those of its run, or with

@@ -92,6 +92,11 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 		Seed:        sc.Seed,
 		Runs:        sc.Runs,
 		BucketS:     sc.Bucket.Seconds(),
+		HorizonS:    sc.Duration.Seconds(),
+		Outages:     []results.Window{},
+	}
+	for _, o := range sc.Server.Outages {
+		summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode})
 	}
 	setup := Setup(sc)
 	if !math.IsInf(setup.Capacity, 1) {

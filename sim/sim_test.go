@@ -238,6 +238,8 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 					require.GreaterOrEqual(t, x, int64(0), "scenario %d", k)
 				}
 				require.LessOrEqual(t, b.OK+b.NotOK, b.Attempts, "scenario %d: results of more attempts than arrived", k)
+				d := b.Breakdown()
+				require.Equal(t, b.Attempts, d.Succeeded+d.Rejected+d.Throttled+d.TimedOut+d.Failed+d.Unresolved, "scenario %d: breakdown", k)
 				attempts += b.Attempts
 			}
 			for _, n := range run.DeadLetteredBy {

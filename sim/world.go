@@ -681,9 +681,13 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	r := &w.reqs[i]
 	if r.arrived >= 0 {
 		b := &w.run.Series[min(int(r.arrived), len(w.run.Series)-1)]
-		if o == strategies.Success {
+		switch o {
+		case strategies.Success:
 			b.OK++
-		} else {
+		case strategies.Timeout:
+			b.NotOK++
+			b.NotOKTimeout++
+		default:
 			b.NotOK++
 		}
 	}

@@ -29,7 +29,7 @@ nothing.`,
 	flags: func(fs *flag.FlagSet) {
 		fs.StringP("out", "o", "", "output folder (default out/NAME)")
 		fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
-		fs.Uint64("seed", 0, "seed of the first run (default: the scenario's seed)")
+		fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
 		fs.StringArray("strategy", nil, "run only this strategy (repeatable; default all)")
 		fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
 		fs.BoolP("quiet", "q", false, "print no table and no progress")
