@@ -1,5 +1,33 @@
-// Package plots draws charts from results with gonum/plot. It imports
-// results only.
+// Package plots draws the charts of a run's results with gonum/plot, as
+// PNG or SVG images held in memory: the caller decides where they go
+// (the report directory, a test, a web page).
 //
-// It is filled in with the charts issue.
+// Render draws every chart of a run, in a fixed order:
+//
+//   - load: attempts that reached the server per bucket, stacked by
+//     outcome (succeeded, failed, rejected 503, throttled 429, timed
+//     out, unresolved), one panel per strategy on a shared time axis and
+//     a shared count axis, with the server's capacity per bucket and the
+//     outage windows; with Options.Overlay, one line of total attempts
+//     per strategy on a single axis instead. This is the picture of the
+//     herd.
+//   - recovery: the recovery time of each strategy, with 95% confidence
+//     whiskers over runs; a strategy whose server never recovered is
+//     drawn as a hatched red bar labelled "never recovered", never as 0.
+//   - latency: the CDF of delivery latency (creation to delivery) of each
+//     strategy, from the exact merge of its runs' HDR histograms, on a
+//     log time axis.
+//   - queue: the server queue at the end of each bucket, one line per
+//     strategy, outages shaded.
+//   - amplification: attempts per request of each strategy, with 95%
+//     confidence whiskers and a reference line at 1.
+//
+// With several runs, a per-bucket figure is the mean over the runs of its
+// strategy. A strategy has the same colour in every chart: the colour of
+// its index in Summary.Strategies in a fixed colour-blind-safe palette
+// (Okabe and Ito); outcome classes have colours of their own.
+//
+// Output is deterministic: the same results and options give the same
+// bytes. The package keeps no state; its functions are safe for
+// concurrent use. It imports the results package and gonum/plot only.
 package plots

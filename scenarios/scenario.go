@@ -56,6 +56,15 @@ func (s *Scenario) setDefaults() {
 
 // Server is the model of the dependency under load.
 type Server struct {
+	// Model is the kind of server: queue (the default: slots, a waiting
+	// room, outages, rate limits and the rest below) or occ, a single
+	// database row updated with optimistic concurrency control, as in
+	// the AWS Architecture Blog's "Exponential Backoff And Jitter": an
+	// attempt reads the row's version, then writes conditionally; the
+	// write fails (a 5xx) when another write committed in between.
+	// With occ, an attempt is a write call and the other server fields
+	// do not apply.
+	Model string `yaml:"model"`
 	// Concurrency is how many requests are served at once; default
 	// unlimited.
 	Concurrency Limit `yaml:"concurrency"`
@@ -90,10 +99,28 @@ type Server struct {
 	Idempotency bool `yaml:"idempotency"`
 }
 
+// The server models.
+const (
+	ModelQueue = "queue"
+	ModelOCC   = "occ"
+)
+
 func (s *Server) setDefaults() {
+	s.Model = ModelQueue
 	s.Concurrency = Unlimited
 	s.Queue = Unlimited
 	s.ServiceTime = Dist{Kind: Constant, Mean: 100 * time.Millisecond}
+}
+
+func (s *Server) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	if s.Model != ModelOCC {
+		return
+	}
+	for key := range written {
+		if key != "model" {
+			fail(key, "not used by model occ (a single row: only the network and the workload shape it)")
+		}
+	}
 }
 
 // Capacity returns the server's capacity in requests per second:
@@ -296,8 +323,10 @@ func (a AutoDuration) String() string {
 }
 
 // Dist is a distribution of durations: {dist: constant, mean}, {dist:
-// exponential, mean}, {dist: uniform, min, max} or {dist: lognormal, mean,
-// stddev}. A bare duration such as `100ms` is a constant.
+// exponential, mean}, {dist: uniform, min, max}, {dist: lognormal, mean,
+// stddev} or {dist: normal, mean, stddev}, whose negative draws are
+// reflected (|x|, as the AWS backoff study's network). A bare duration
+// such as `100ms` is a constant.
 type Dist struct {
 	Kind   string        `yaml:"dist"`
 	Mean   time.Duration `yaml:"mean"`
@@ -312,6 +341,7 @@ const (
 	Exponential = "exponential"
 	UniformDist = "uniform"
 	Lognormal   = "lognormal"
+	Normal      = "normal"
 )
 
 var distKeys = map[string][]string{
@@ -319,6 +349,7 @@ var distKeys = map[string][]string{
 	Exponential: {"mean"},
 	UniformDist: {"min", "max"},
 	Lognormal:   {"mean", "stddev"},
+	Normal:      {"mean", "stddev"},
 }
 
 func (x *Dist) decodeNode(d *decoder, n *yaml.Node, path string) bool {
@@ -354,8 +385,8 @@ func (x Dist) String() string {
 		return x.Mean.String()
 	case UniformDist:
 		return fmt.Sprintf("uniform %s..%s", x.Min, x.Max)
-	case Lognormal:
-		return fmt.Sprintf("lognormal mean %s sd %s", x.Mean, x.StdDev)
+	case Lognormal, Normal:
+		return fmt.Sprintf("%s mean %s sd %s", x.Kind, x.Mean, x.StdDev)
 	}
 	return x.Kind + " mean " + x.Mean.String()
 }

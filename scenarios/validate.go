@@ -88,6 +88,9 @@ func (s *Scenario) Validate() error {
 		s.Network.Latency.validate(&p, "network.latency")
 	}
 	s.Workload.validate(&p, s.Duration)
+	if s.Server.Model == ModelOCC && s.Network.Latency == nil {
+		p.add("network.latency", "model occ needs a network latency: the time between read and write is what makes writes conflict")
+	}
 	if r := s.DLQ.Replay; r != nil {
 		p.nonNegative("dlq.replay.at", r.At)
 		if r.Rate <= 0 {
@@ -106,11 +109,17 @@ func (s *Scenario) Validate() error {
 			seen[st.Name] = i
 		}
 		st.validate(&p, path)
+		if st.MaxAttempts == 0 && st.Backoff.Kind == BackoffNone && s.Network.Latency == nil {
+			p.add(path+".max_attempts", "backoff none with unlimited attempts and no network latency retries forever at the same instant: set max_attempts")
+		}
 	}
 	return errors.Join(p...)
 }
 
 func (s *Server) validate(p *problems) {
+	if !p.oneOf("server.model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
+		return
+	}
 	if s.Concurrency == 0 {
 		p.add("server.concurrency", "must be >= 1 or unlimited, got 0")
 	}
@@ -148,7 +157,7 @@ func (s *Server) validate(p *problems) {
 }
 
 func (x *Dist) validate(p *problems, path string) {
-	if !p.oneOf(path+".dist", x.Kind, Constant, Exponential, UniformDist, Lognormal) {
+	if !p.oneOf(path+".dist", x.Kind, Constant, Exponential, UniformDist, Lognormal, Normal) {
 		return
 	}
 	switch x.Kind {
@@ -159,6 +168,9 @@ func (x *Dist) validate(p *problems, path string) {
 		}
 	case Lognormal:
 		p.positive(path+".mean", x.Mean)
+		p.positive(path+".stddev", x.StdDev)
+	case Normal:
+		p.nonNegative(path+".mean", x.Mean)
 		p.positive(path+".stddev", x.StdDev)
 	default:
 		p.positive(path+".mean", x.Mean)
@@ -222,9 +234,6 @@ func (s *Strategy) validate(p *problems, path string) {
 	s.Backoff.validate(p, path+".backoff")
 	if s.MaxAttempts < 0 {
 		p.add(path+".max_attempts", "must be >= 1, or 0 for unlimited, got %d", s.MaxAttempts)
-	}
-	if s.MaxAttempts == 0 && s.Backoff.Kind == BackoffNone {
-		p.add(path+".max_attempts", "backoff none with unlimited attempts retries forever at the same instant: set max_attempts")
 	}
 	p.nonNegative(path+".max_elapsed", s.MaxElapsed)
 	p.positive(path+".timeout", s.Timeout)

@@ -22,6 +22,7 @@ const (
 	sampleExponential
 	sampleUniform
 	sampleLognormal
+	sampleNormal
 )
 
 // newSampler returns a sampler for d; nil means no delay.
@@ -42,6 +43,8 @@ func newSampler(d *scenarios.Dist) sampler {
 		m, s := float64(d.Mean), float64(d.StdDev)
 		sigma2 := math.Log1p(s * s / (m * m))
 		return sampler{kind: sampleLognormal, a: math.Log(m) - sigma2/2, b: math.Sqrt(sigma2)}
+	case scenarios.Normal:
+		return sampler{kind: sampleNormal, a: float64(d.Mean), b: float64(d.StdDev)}
 	}
 	return sampler{}
 }
@@ -58,6 +61,8 @@ func (s sampler) sample(r *rand.Rand) time.Duration {
 		return time.Duration(s.a + r.Float64()*s.b)
 	case sampleLognormal:
 		return time.Duration(math.Exp(s.a + s.b*r.NormFloat64()))
+	case sampleNormal:
+		return time.Duration(math.Abs(s.a + s.b*r.NormFloat64()))
 	}
 	return 0
 }

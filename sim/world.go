@@ -24,6 +24,8 @@ const (
 	evReplay                // the DLQ replay sends dead letter number a back
 	evWarmup                // capacity grew during a warmup: start queued work
 	evDeadline              // after everything else at this instant: the sender of attempt b of request a gives up
+	evOCCRead               // occ: attempt b of request a reads the row's version at the server
+	evOCCWrite              // occ: attempt b of request a, having read, sends its conditional write
 	evResponse              // + outcome: the answer to attempt b of request a reaches its sender
 )
 
@@ -83,6 +85,9 @@ type world struct {
 	permits          []strategies.Permit // per request, with a breaker
 	hints            []uint32            // per request, with a rate limit: the last 429's Retry-After header (see retryAfterHeader), plus 1 (0: none)
 	next             []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
+	versions         []int64             // per request, with model occ: the row version its attempt read
+	occ              bool                // the server is a single row under optimistic concurrency control
+	version          int64               // occ: the row's version, one more per committed write
 	senders          []sender
 	perRequest       bool // one sender per request: senders grow with requests
 	workers          int32
@@ -206,6 +211,10 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	if w.workers > 0 {
 		w.next = make([]int32, 0, capacity)
+	}
+	if sc.Server.Model == scenarios.ModelOCC {
+		w.occ = true
+		w.versions = make([]int64, 0, capacity)
 	}
 	needSenders := w.policy.Breaker != nil || w.policy.Budget != nil || w.workers > 0
 	if needSenders {
@@ -343,6 +352,13 @@ func (w *world) handle(e event) {
 		w.replay(e.a)
 	case evWarmup:
 		w.startQueued()
+	case evOCCRead:
+		// The server answers with the row's version; the sender writes
+		// as soon as the answer is back: two hops.
+		w.versions[e.a] = w.version
+		w.q.push(w.now+w.latency.sample(w.rNet)+w.latency.sample(w.rNet), evOCCWrite, e.a, e.b)
+	case evOCCWrite:
+		w.occWrite(e.a, e.b)
 	default:
 		w.response(e.a, e.b, strategies.Outcome(e.kind-evResponse))
 	}
@@ -374,6 +390,9 @@ func (w *world) newRequest() {
 	}
 	if w.next != nil {
 		w.next = append(w.next, -1)
+	}
+	if w.versions != nil {
+		w.versions = append(w.versions, 0)
 	}
 	w.arrived++
 	w.try(i)
@@ -417,6 +436,10 @@ func (w *world) try(i int32) {
 	r.tag++
 	r.sentAt = w.now
 	r.arrived = -1
+	if w.occ {
+		w.q.push(w.now+w.latency.sample(w.rNet), evOCCRead, i, r.tag)
+		return
+	}
 	if w.latency.zero() {
 		w.atServer(i, r.tag)
 	} else {
@@ -494,6 +517,22 @@ func (w *world) atServer(i, tag int32) {
 	}
 	w.queue.push(i, tag)
 	w.expire(i, tag)
+}
+
+// occWrite is the conditional write of attempt tag of request i reaching
+// the row at now: it commits when no other write has committed since the
+// attempt read the version, and fails otherwise.
+func (w *world) occWrite(i, tag int32) {
+	w.run.Attempts++
+	w.current().Attempts++
+	w.reqs[i].arrived = int32(w.sampled)
+	w.run.Processed++
+	o := strategies.ServerError // a conflict
+	if w.versions[i] == w.version {
+		w.version++
+		o = strategies.Success
+	}
+	w.reply(i, tag, o)
 }
 
 // outage returns the outage in force at t, if any.
