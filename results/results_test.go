@@ -228,7 +228,7 @@ func TestTableAndReport(t *testing.T) {
 	var table, report bytes.Buffer
 	s := summaryForTest()
 	require.NoError(t, WriteTable(&table, s))
-	require.NoError(t, WriteReport(&report, s))
+	require.NoError(t, WriteReport(&report, s, nil))
 	assert.Contains(t, table.String(), "2,065 (1.03x) at 36s")
 	assert.Contains(t, table.String(), "never", "a server that never recovered says so")
 	assert.Contains(t, report.String(), "# demo\n\nA demo.\n")
@@ -267,4 +267,50 @@ func TestWriteFileIsAtomic(t *testing.T) {
 	require.NoError(t, WriteFile(path, func(w io.Writer) error { _, err := io.WriteString(w, "new"); return err }))
 	data, _ = os.ReadFile(path)
 	assert.Equal(t, "new", string(data))
+}
+
+func TestTakeaways(t *testing.T) {
+	capacity := 2000.0
+	never, quick, slow := (*float64)(nil), 0.0, 511.0
+	r25, r1 := 25.0, 1.03
+	s := &Summary{
+		Scenario: "herd", Runs: 1, BucketS: 1, CapacityPerS: &capacity,
+		Outages: []Window{{StartS: 0, EndS: 30, Mode: "refuse"}},
+		Strategies: []StrategySummary{
+			{Name: "fixed-60s", Figures: Figures{PeakLoad: 50000, PeakLoadRatio: &r25, PeakAtS: 60, RecoveryTimeS: &slow,
+				Amplification: 8.42, DeliveredRatio: 0.396, DeadLettered: 30200, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
+			{Name: "full-jitter", Figures: Figures{PeakLoad: 2065, PeakLoadRatio: &r1, PeakAtS: 36, RecoveryTimeS: &quick,
+				Amplification: 7.52, DeliveredRatio: 0.9995, DeadLettered: 27, Duplicates: 3}},
+			{Name: "exponential", Figures: Figures{RecoveryTimeS: never, Amplification: 9.56}},
+		},
+	}
+	assert.Equal(t, []string{
+		"fixed-60s: 50,000 attempts within 1s at t = 60s, 25x capacity.",
+		"Peak load stays near capacity with full-jitter (1.03x).",
+		"Fastest recovery after the outage: full-jitter, 0s; slowest: fixed-60s, 511s.",
+		"The server never recovered within the horizon with exponential.",
+		"fixed-60s delivered 39.6% of requests; 30,200 went to the dead-letter queue (30,200 max_attempts).",
+		"full-jitter: 3 requests were processed more than once (duplicates).",
+		"Least work: full-jitter, 7.52x attempts per request (most: exponential, 9.56x).",
+	}, Takeaways(s))
+}
+
+func TestReportsEmbedCharts(t *testing.T) {
+	s := summaryForTest()
+	images := []Image{
+		{File: "load.png", Caption: "demo: load on the server", Data: []byte("\x89PNG fake")},
+		{File: "latency.svg", Caption: "demo: <latency> & CDF", Data: []byte("<svg/>")},
+	}
+	var md, page bytes.Buffer
+	require.NoError(t, WriteReport(&md, s, images))
+	assert.Contains(t, md.String(), "![demo: load on the server](load.png)")
+	assert.Contains(t, md.String(), "## Takeaways\n")
+
+	require.NoError(t, WriteHTML(&page, s, images))
+	html := page.String()
+	assert.Contains(t, html, `src="data:image/png;base64,iVBORyBmYWtl"`, "images are inlined")
+	assert.Contains(t, html, `src="data:image/svg&#43;xml;base64,PHN2Zy8&#43;"`, "an escaped + is still a +")
+	assert.Contains(t, html, "demo: &lt;latency&gt; &amp; CDF", "text is escaped")
+	assert.Contains(t, html, "<td>full-jitter</td><td>376,037</td>")
+	assert.NotContains(t, html, "load.png", "nothing refers to a file beside the page")
 }

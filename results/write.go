@@ -157,36 +157,6 @@ func WriteTable(w io.Writer, s *Summary) error {
 	return tw.Flush()
 }
 
-// WriteReport writes report.md: the scenario, its description and the
-// summary table.
-func WriteReport(w io.Writer, s *Summary) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "# %s\n\n", s.Scenario)
-	if s.Description != "" {
-		fmt.Fprintf(bw, "%s\n\n", strings.TrimSpace(s.Description))
-	}
-	if s.Partial {
-		bw.WriteString("**Partial results: the run was interrupted.**\n\n")
-	}
-	fmt.Fprintf(bw, "Seed %d, %d run(s), buckets of %ss", s.Seed, s.Runs, Decimal(s.BucketS))
-	if s.CapacityPerS != nil {
-		fmt.Fprintf(bw, ", server capacity %s requests/s", Count(*s.CapacityPerS))
-	}
-	bw.WriteString(".\n\n")
-	rows := tableRows(s)
-	for i, row := range rows {
-		bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
-		if i == 0 {
-			bw.WriteString("|" + strings.Repeat(" --- |", len(row)) + "\n")
-		}
-	}
-	if s.Runs > 1 {
-		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
-	}
-	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv.\n")
-	return bw.Flush()
-}
-
 // WriteFile writes a file through write, atomically: into a temporary
 // file beside it, renamed over path only when complete, so a crash never
 // leaves a half-written file.

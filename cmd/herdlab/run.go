@@ -143,7 +143,8 @@ func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result) error {
 		{"summary.json", func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
 		{"summary.csv", func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
 		{"timeseries.csv", func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
-		{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary) }},
+		{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary, nil) }},
+		{"report.html", func(w io.Writer) error { return results.WriteHTML(w, res.Summary, nil) }},
 	}
 	for _, f := range files {
 		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {

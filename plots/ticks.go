@@ -1,0 +1,162 @@
+package plots
+
+import (
+	"math"
+	"strconv"
+	"strings"
+
+	"gonum.org/v1/plot"
+)
+
+// countTicks are gonum's default ticks labelled as counts: 50,000 rather
+// than 50000.
+type countTicks struct{}
+
+func (countTicks) Ticks(lo, hi float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i, t := range ticks {
+		if t.Label != "" {
+			ticks[i].Label = countLabel(t.Value)
+		}
+	}
+	return ticks
+}
+
+// timeSteps are the steps in seconds that a time axis may tick at: round
+// numbers of seconds, then of minutes and hours.
+var timeSteps = []float64{
+	0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5,
+	1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800,
+	3600, 7200, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600,
+}
+
+// maxTimeTicks is the most labelled ticks on a time axis.
+const maxTimeTicks = 16
+
+// timeTicks ticks a time axis in seconds at a round step (minutes from
+// 5 min on, so that a herd at every 60 s falls on a tick), with a minor
+// tick halfway. Without labels, the ticks are drawn but not labelled (the
+// upper panels of a stack).
+type timeTicks struct{ labels bool }
+
+func (t timeTicks) Ticks(lo, hi float64) []plot.Tick {
+	step := timeStep(hi - lo)
+	var ticks []plot.Tick
+	first := math.Ceil(lo/step-1e-9) * step
+	for k := 0; ; k++ {
+		v := first + float64(k)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		label := ""
+		if t.labels {
+			label = decimal(v, 3)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		if half := v + step/2; half <= hi {
+			ticks = append(ticks, plot.Tick{Value: half})
+		}
+	}
+	if half := first - step/2; half >= lo {
+		ticks = append(ticks, plot.Tick{Value: half})
+	}
+	return ticks
+}
+
+// timeStep returns the smallest step of timeSteps that cuts span into at
+// most maxTimeTicks-1 intervals.
+func timeStep(span float64) float64 {
+	for _, s := range timeSteps {
+		if span/s <= maxTimeTicks-1 {
+			return s
+		}
+	}
+	return math.Pow(10, math.Ceil(math.Log10(span/(maxTimeTicks-1))))
+}
+
+// logTicks ticks a log axis at powers of ten, labelled in plain decimals
+// (0.001, 1, 1000), with minor ticks at 2..9 times each; over fewer than
+// two decades 2 and 5 are labelled too.
+type logTicks struct{}
+
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) {
+		return nil
+	}
+	few := math.Log10(hi/lo) < 2
+	var ticks []plot.Tick
+	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
+		p := math.Pow(10, e)
+		for m := 1; m < 10; m++ {
+			v := float64(m) * p
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			label := ""
+			if m == 1 || few && (m == 2 || m == 5) {
+				label = decimal(v, 3)
+			}
+			ticks = append(ticks, plot.Tick{Value: v, Label: label})
+		}
+	}
+	return ticks
+}
+
+// decimal formats x with at most sig significant digits after the point
+// and no trailing zeros: 0.001, 2.5, 60, 1500.
+func decimal(x float64, sig int) string {
+	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	digits := max(sig-1-int(math.Floor(math.Log10(math.Abs(x)))), 0)
+	s := strconv.FormatFloat(x, 'f', digits, 64)
+	if strings.Contains(s, ".") {
+		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
+	}
+	if s == "-0" {
+		s = "0"
+	}
+	return s
+}
+
+// countLabel formats a count with thousands separators (50,000); a
+// fraction (a mean over runs) keeps up to 3 significant digits.
+func countLabel(x float64) string {
+	if math.Abs(x) < 1000 || x != math.Trunc(x) && math.Abs(x) < 1e4 {
+		return decimal(x, 3)
+	}
+	s := strconv.FormatFloat(math.Round(x), 'f', 0, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	var b strings.Builder
+	for i, r := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(r)
+	}
+	if neg {
+		return "-" + b.String()
+	}
+	return b.String()
+}
+
+// secondsLabel formats a duration in seconds with its 95% half-width when
+// not 0: "511 s", "24.5 s ± 3.1".
+func secondsLabel(v, ci float64) string {
+	s := decimal(v, 3) + " s"
+	if ci > 0 {
+		s += " ± " + decimal(ci, 2)
+	}
+	return s
+}
+
+// ratioLabel formats a ratio with its 95% half-width when not 0: "8.42×",
+// "7.5× ± 0.12".
+func ratioLabel(v, ci float64) string {
+	s := decimal(v, 3) + "×"
+	if ci > 0 {
+		s += " ± " + decimal(ci, 2)
+	}
+	return s
+}

@@ -1,0 +1,245 @@
+package results
+
+import (
+	"bufio"
+	"encoding/base64"
+	"fmt"
+	"html/template"
+	"io"
+	"path"
+	"slices"
+	"strings"
+)
+
+// Image is a chart of a report: its file beside the report, a caption,
+// and for report.html its bytes.
+type Image struct {
+	File    string // such as load.png
+	Caption string
+	Data    []byte
+}
+
+// mime returns the image's media type, from its file name.
+func (im Image) mime() string {
+	if path.Ext(im.File) == ".svg" {
+		return "image/svg+xml"
+	}
+	return "image/png"
+}
+
+// header is the line under a report's title: seed, runs, buckets and
+// capacity.
+func header(s *Summary) string {
+	line := fmt.Sprintf("Seed %d, %d run(s), buckets of %ss", s.Seed, s.Runs, Decimal(s.BucketS))
+	if s.CapacityPerS != nil {
+		line += fmt.Sprintf(", server capacity %s requests/s", Count(*s.CapacityPerS))
+	}
+	return line + "."
+}
+
+// WriteReport writes report.md: the scenario and its description, the
+// takeaways, the summary table and the charts, embedded by file name.
+func WriteReport(w io.Writer, s *Summary, images []Image) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# %s\n\n", s.Scenario)
+	if s.Description != "" {
+		fmt.Fprintf(bw, "%s\n\n", strings.TrimSpace(s.Description))
+	}
+	if s.Partial {
+		bw.WriteString("**Partial results: the run was interrupted.**\n\n")
+	}
+	bw.WriteString(header(s) + "\n\n")
+	if ts := Takeaways(s); len(ts) > 0 {
+		bw.WriteString("## Takeaways\n\n")
+		for _, t := range ts {
+			bw.WriteString("- " + t + "\n")
+		}
+		bw.WriteString("\n")
+	}
+	bw.WriteString("## Summary\n\n")
+	rows := tableRows(s)
+	for i, row := range rows {
+		bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		if i == 0 {
+			bw.WriteString("|" + strings.Repeat(" --- |", len(row)) + "\n")
+		}
+	}
+	if s.Runs > 1 {
+		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
+	}
+	if len(images) > 0 {
+		bw.WriteString("\n## Charts\n")
+		for _, im := range images {
+			fmt.Fprintf(bw, "\n![%s](%s)\n", im.Caption, im.File)
+		}
+	}
+	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv, report.html.\n")
+	return bw.Flush()
+}
+
+var reportHTML = template.Must(template.New("report").Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<title>{{.S.Scenario}}: herdlab report</title>
+<style>
+body { font-family: system-ui, sans-serif; max-width: 1240px; margin: 2em auto; padding: 0 1em; color: #222; }
+table { border-collapse: collapse; font-size: 0.9em; }
+th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: right; }
+th:first-child, td:first-child { text-align: left; }
+th { background: #f3f3f3; }
+img { max-width: 100%; border: 1px solid #eee; margin: 1em 0 0.2em; }
+figcaption { color: #555; font-size: 0.9em; }
+.partial { color: #b00; font-weight: bold; }
+</style>
+</head>
+<body>
+<h1>{{.S.Scenario}}</h1>
+{{with .S.Description}}<p>{{.}}</p>{{end}}
+{{if .S.Partial}}<p class="partial">Partial results: the run was interrupted.</p>{{end}}
+<p>{{.Header}}</p>
+{{with .Takeaways}}<h2>Takeaways</h2>
+<ul>{{range .}}
+<li>{{.}}</li>{{end}}
+</ul>{{end}}
+<h2>Summary</h2>
+<table>
+<tr>{{range index .Rows 0}}<th>{{.}}</th>{{end}}</tr>
+{{range slice .Rows 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>
+{{if gt .S.Runs 1}}<p>Figures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).</p>{{end}}
+{{with .Images}}<h2>Charts</h2>{{range .}}
+<figure><img src="{{.Src}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+</body>
+</html>
+`))
+
+// WriteHTML writes report.html: the report of WriteReport as one
+// self-contained page, its images inlined.
+func WriteHTML(w io.Writer, s *Summary, images []Image) error {
+	type img struct {
+		Src     template.URL
+		Caption string
+	}
+	data := struct {
+		S         *Summary
+		Header    string
+		Takeaways []string
+		Rows      [][]string
+		Images    []img
+	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s)}
+	for _, im := range images {
+		src := "data:" + im.mime() + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
+		data.Images = append(data.Images, img{Src: template.URL(src), Caption: im.Caption})
+	}
+	return reportHTML.Execute(w, data)
+}
+
+// Takeaways returns a few sentences that say what the figures show, in
+// a fixed order: the herds (peaks well above capacity) and the calmest
+// strategy, recovery, losses, duplicates and the least work.
+func Takeaways(s *Summary) []string {
+	var out []string
+	sts := s.Strategies
+	if len(sts) == 0 {
+		return nil
+	}
+	bucket := Seconds(&s.BucketS, "")
+	// The herds: peaks after the outage at several times capacity.
+	var calm []string
+	for _, st := range sts {
+		if st.PeakLoadRatio == nil {
+			continue
+		}
+		switch r := *st.PeakLoadRatio; {
+		case r >= 2:
+			out = append(out, fmt.Sprintf("%s: %s attempts within %s at t = %s, %sx capacity.",
+				st.Name, Count(st.PeakLoad), bucket, Seconds(&st.PeakAtS, ""), Decimal(r)))
+		case r <= 1.5:
+			calm = append(calm, fmt.Sprintf("%s (%sx)", st.Name, Decimal(r)))
+		}
+	}
+	if len(calm) > 0 && len(calm) < len(sts) {
+		out = append(out, "Peak load stays near capacity with "+strings.Join(calm, ", ")+".")
+	}
+
+	// Recovery.
+	var never []string
+	recovered := slices.DeleteFunc(slices.Clone(sts), func(st StrategySummary) bool {
+		if st.RecoveryTimeS == nil {
+			never = append(never, st.Name)
+			return true
+		}
+		return false
+	})
+	if len(s.Outages) > 0 && len(recovered) > 0 {
+		best := slices.MinFunc(recovered, func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) })
+		worst := slices.MaxFunc(recovered, func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) })
+		line := fmt.Sprintf("Fastest recovery after the outage: %s, %s", best.Name, Seconds(best.RecoveryTimeS, ""))
+		if worst.Name != best.Name && *worst.RecoveryTimeS > *best.RecoveryTimeS {
+			line += fmt.Sprintf("; slowest: %s, %s", worst.Name, Seconds(worst.RecoveryTimeS, ""))
+		}
+		out = append(out, line+".")
+	}
+	if len(never) > 0 {
+		out = append(out, "The server never recovered within the horizon with "+strings.Join(never, ", ")+".")
+	}
+	for _, st := range sts {
+		if s.Runs > 1 && st.RecoveredRuns > 0 && st.RecoveredRuns < s.Runs {
+			out = append(out, fmt.Sprintf("%s recovered in %d of %d runs.", st.Name, st.RecoveredRuns, s.Runs))
+		}
+	}
+
+	// Losses and duplicates.
+	for _, st := range sts {
+		if st.DeadLettered > 0 && st.DeliveredRatio < 0.99 {
+			out = append(out, fmt.Sprintf("%s delivered %s%% of requests; %s went to the dead-letter queue (%s).",
+				st.Name, Decimal(100*st.DeliveredRatio), Count(st.DeadLettered), reasons(st.DeadLetteredBy)))
+		}
+		if st.Duplicates > 0 {
+			out = append(out, fmt.Sprintf("%s: %s requests were processed more than once (duplicates).", st.Name, Count(st.Duplicates)))
+		}
+	}
+
+	// The least work.
+	if len(sts) > 1 {
+		least := slices.MinFunc(sts, func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) })
+		most := slices.MaxFunc(sts, func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) })
+		if most.Amplification > least.Amplification {
+			out = append(out, fmt.Sprintf("Least work: %s, %sx attempts per request (most: %s, %sx).",
+				least.Name, Decimal(least.Amplification), most.Name, Decimal(most.Amplification)))
+		}
+	}
+	return out
+}
+
+// reasons lists dead-letter reasons with their counts, largest first.
+func reasons(by map[string]float64) string {
+	keys := make([]string, 0, len(by))
+	for k, n := range by {
+		if n > 0 {
+			keys = append(keys, k)
+		}
+	}
+	slices.SortFunc(keys, func(a, b string) int {
+		if c := cmpFloat(by[b], by[a]); c != 0 {
+			return c
+		}
+		return strings.Compare(a, b)
+	})
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %s", Count(by[k]), k)
+	}
+	return strings.Join(parts, ", ")
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
