@@ -213,7 +213,8 @@ func Takeaways(s *Summary) []string {
 	return out
 }
 
-// reasons lists dead-letter reasons with their counts, largest first.
+// reasons lists dead-letter reasons with their counts, largest first;
+// a single reason goes without its count.
 func reasons(by map[string]float64) string {
 	keys := make([]string, 0, len(by))
 	for k, n := range by {
@@ -227,6 +228,9 @@ func reasons(by map[string]float64) string {
 		}
 		return strings.Compare(a, b)
 	})
+	if len(keys) == 1 {
+		return keys[0]
+	}
 	parts := make([]string, len(keys))
 	for i, k := range keys {
 		parts[i] = fmt.Sprintf("%s %s", Count(by[k]), k)

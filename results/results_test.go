@@ -281,7 +281,8 @@ func TestTakeaways(t *testing.T) {
 				Amplification: 8.42, DeliveredRatio: 0.396, DeadLettered: 30200, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
 			{Name: "full-jitter", Figures: Figures{PeakLoad: 2065, PeakLoadRatio: &r1, PeakAtS: 36, RecoveryTimeS: &quick,
 				Amplification: 7.52, DeliveredRatio: 0.9995, DeadLettered: 27, Duplicates: 3}},
-			{Name: "exponential", Figures: Figures{RecoveryTimeS: never, Amplification: 9.56}},
+			{Name: "exponential", Figures: Figures{RecoveryTimeS: never, Amplification: 9.56, DeliveredRatio: 0.5, DeadLettered: 10,
+				DeadLetteredBy: map[string]float64{"max_attempts": 4, "budget": 6, "max_elapsed": 0}}},
 		},
 	}
 	assert.Equal(t, []string{
@@ -289,8 +290,9 @@ func TestTakeaways(t *testing.T) {
 		"Peak load stays near capacity with full-jitter (1.03x).",
 		"Fastest recovery after the outage: full-jitter, 0s; slowest: fixed-60s, 511s.",
 		"The server never recovered within the horizon with exponential.",
-		"fixed-60s delivered 39.6% of requests; 30,200 went to the dead-letter queue (30,200 max_attempts).",
+		"fixed-60s delivered 39.6% of requests; 30,200 went to the dead-letter queue (max_attempts).",
 		"full-jitter: 3 requests were processed more than once (duplicates).",
+		"exponential delivered 50% of requests; 10 went to the dead-letter queue (6 budget, 4 max_attempts).",
 		"Least work: full-jitter, 7.52x attempts per request (most: exponential, 9.56x).",
 	}, Takeaways(s))
 }
