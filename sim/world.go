@@ -164,23 +164,22 @@ const (
 // newWorld prepares run number run of strategy st.
 func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
 	w := &world{
-		sc:       sc,
-		policy:   st.Policy(),
-		q:        newEventQueue(),
-		horizon:  sc.Duration,
-		rArrive:  rand.New(rand.NewPCG(seed, 1)),
-		rServe:   rand.New(rand.NewPCG(seed, 2)),
-		rNet:     rand.New(rand.NewPCG(seed, 3)),
-		rFault:   rand.New(rand.NewPCG(seed, 4)),
-		rRetry:   rand.New(rand.NewPCG(seed, 5)),
-		service:  newSampler(&sc.Server.ServiceTime),
-		latency:  newSampler(sc.Network.Latency),
-		workers:  int32(sc.Workload.Workers),
-		slots:    int(sc.Server.Concurrency),
-		outages:  sc.Server.Outages,
-		bucket:   sc.Bucket,
-		limit:    sc.Workload.Requests,
-		tokensAt: 0,
+		sc:      sc,
+		policy:  st.Policy(),
+		q:       newEventQueue(),
+		horizon: sc.Duration,
+		rArrive: rand.New(rand.NewPCG(seed, 1)),
+		rServe:  rand.New(rand.NewPCG(seed, 2)),
+		rNet:    rand.New(rand.NewPCG(seed, 3)),
+		rFault:  rand.New(rand.NewPCG(seed, 4)),
+		rRetry:  rand.New(rand.NewPCG(seed, 5)),
+		service: newSampler(&sc.Server.ServiceTime),
+		latency: newSampler(sc.Network.Latency),
+		workers: int32(sc.Workload.Workers),
+		slots:   int(sc.Server.Concurrency),
+		outages: sc.Server.Outages,
+		bucket:  sc.Bucket,
+		limit:   sc.Workload.Requests,
 	}
 	if sc.Server.Concurrency.Unlimited() {
 		w.slots = -1
@@ -225,7 +224,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			}
 		} else {
 			w.perRequest = true
-			w.senders = make([]sender, 0, max(w.limit, 0))
+			w.senders = make([]sender, 0, capacity)
 		}
 	}
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
