@@ -140,17 +140,25 @@ const SuccessThreshold = 0.95
 // recovered, and false when it never did within the series.
 //
 // The server has recovered at the start of bucket t when, from t to the
-// end of the series, every bucket's attempts succeed at >= 95% (of those
-// whose result is known by the end; a bucket without any counts as a
-// success) and the server queue does not
+// end of the series, every bucket's attempts succeed at >= 95% (a bucket
+// without attempts counts as a success) and the server queue does not
 // grow: no later bucket ends with a longer queue than bucket t did, give
 // or take the server's concurrency (one slot's worth of noise when
 // unlimited). t is the first bucket that starts at or after the end of
 // the last outage, or a later one; the recovery time is t's start minus
 // that end.
+//
+// The last buckets of a run may hold attempts whose results were not in
+// by its end (answers on their way, senders still waiting for their
+// timeout): such a bucket, where fewer than half of the attempts have a
+// result, says nothing either way, and trailing ones are left out. A run
+// whose buckets after the outage say nothing has not shown a recovery.
 func Recovery(series []Bucket, s Setup) (time.Duration, bool) {
-	n := len(series)
 	start := afterOutage(s)
+	n := len(series)
+	for n > start && undecided(series[n-1]) {
+		n--
+	}
 	if start >= n {
 		return 0, false
 	}
@@ -174,6 +182,12 @@ func Recovery(series []Bucket, s Setup) (time.Duration, bool) {
 		return 0, false
 	}
 	return max(time.Duration(best)*s.Bucket-s.LastOutageEnd, 0), true
+}
+
+// undecided reports whether fewer than half of a bucket's attempts have
+// a result.
+func undecided(b Bucket) bool {
+	return b.Attempts > 0 && 2*(b.OK+b.NotOK) < b.Attempts
 }
 
 // afterOutage returns the first bucket that starts at or after the end

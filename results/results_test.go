@@ -76,11 +76,28 @@ func TestRecovery(t *testing.T) {
 			}
 			return s
 		}, 0, true},
-		{"unknown results are not failures", func() []Bucket {
+		{"results still out at the end say nothing", func() []Bucket {
 			s := healthy(60)
 			s[59] = Bucket{Attempts: 10, OK: 1} // nine still in flight at the end
 			return s
 		}, 0, true},
+		{"a latched server is not recovered by its silent last buckets", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 57; i++ {
+				s[i] = Bucket{Attempts: 100, OK: 10, NotOK: 90}
+			}
+			for i := 57; i < 60; i++ {
+				s[i] = Bucket{Attempts: 100, OK: 2} // timeouts not yet due
+			}
+			return s
+		}, 0, false},
+		{"only silent buckets after the outage", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 60; i++ {
+				s[i] = Bucket{Attempts: 100}
+			}
+			return s
+		}, 0, false},
 		{"buckets without attempts are healthy", func() []Bucket { return make([]Bucket, 60) }, 0, true},
 		{"outage past the horizon", func() []Bucket { return healthy(20) }, 0, false},
 	}
@@ -216,10 +233,10 @@ func TestSummaryCSV(t *testing.T) {
 
 func TestTimeseries(t *testing.T) {
 	r := NewRun("a", 1, 2)
-	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1, NotOKTimeout: 1}
+	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1, NotOKTimeout: 1, Delayed: 6, DLQ: 2}
 	var buf bytes.Buffer
 	require.NoError(t, WriteTimeseries(&buf, 500*time.Millisecond, []*Run{r}))
-	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1,1\n", buf.String())
+	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1,1,6,2\n", buf.String())
 	assert.True(t, strings.HasPrefix(TimeseriesHeader, "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight"),
 		"the contract's columns come first")
 }

@@ -64,6 +64,8 @@ type Bucket struct {
 	TimedOut       int64 // attempts the sender gave up on
 	Queue          int64 // server queue length at the bucket's end
 	InFlight       int64 // requests in service at the bucket's end
+	Delayed        int64 // requests waiting for their backoff (the delay queue) at the bucket's end
+	DLQ            int64 // requests in the dead-letter queue at the bucket's end
 }
 
 // Breakdown is what became of the attempts that reached the server in

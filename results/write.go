@@ -35,7 +35,7 @@ func ReadJSON(r io.Reader) (*Summary, error) {
 
 // TimeseriesHeader is the header of timeseries.csv. Its first ten
 // columns are a contract (DESIGN.md); later ones may be added.
-const TimeseriesHeader = "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight,ok,not_ok,throttled,timed_out,not_ok_timeout"
+const TimeseriesHeader = "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight,ok,not_ok,throttled,timed_out,not_ok_timeout,delayed,dlq"
 
 // WriteTimeseries writes timeseries.csv: one row per run and bucket, t the
 // bucket's start in seconds, runs in the order given.
@@ -50,7 +50,7 @@ func WriteTimeseries(w io.Writer, bucket time.Duration, runs []*Run) error {
 			buf = strconv.AppendInt(buf, int64(r.Run), 10)
 			buf = append(buf, ',')
 			buf = strconv.AppendFloat(buf, (time.Duration(i) * bucket).Seconds(), 'f', -1, 64)
-			for _, x := range [...]int64{b.Attempts, b.Delivered, b.Failed, b.Rejected, b.ShortCircuited, b.Queue, b.InFlight, b.OK, b.NotOK, b.Throttled, b.TimedOut, b.NotOKTimeout} {
+			for _, x := range [...]int64{b.Attempts, b.Delivered, b.Failed, b.Rejected, b.ShortCircuited, b.Queue, b.InFlight, b.OK, b.NotOK, b.Throttled, b.TimedOut, b.NotOKTimeout, b.Delayed, b.DLQ} {
 				buf = append(buf, ',')
 				buf = strconv.AppendInt(buf, x, 10)
 			}

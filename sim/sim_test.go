@@ -246,6 +246,9 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 				byReason += n
 			}
 			require.Equal(t, run.Attempts, attempts, "scenario %d", k)
+			last := run.Series[len(run.Series)-1]
+			require.Equal(t, run.DeadLettered, last.DLQ, "scenario %d: the dead-letter queue's depth at the end", k)
+			require.LessOrEqual(t, last.Delayed, run.Unfinished, "scenario %d: requests waiting for a retry at the end are unfinished", k)
 			require.Equal(t, run.DeadLettered, byReason, "scenario %d", k)
 			require.LessOrEqual(t, run.Processed, run.Attempts, "scenario %d", k)
 			require.LessOrEqual(t, run.Duplicates, run.Processed, "scenario %d", k)

@@ -29,6 +29,10 @@ const (
 	evResponse              // + outcome: the answer to attempt b of request a reaches its sender
 )
 
+// retried marks an evTry that ends a backoff wait (b = retried), as
+// opposed to one that hands a request to a freed worker.
+const retried = 1
+
 // The states of a request.
 const (
 	stWaiting   uint8 = iota // created, or waiting for its backoff: no attempt in flight
@@ -108,6 +112,8 @@ type world struct {
 
 	dlq      []int32 // dead letters, in the order they arrived
 	replayed int
+	dlqDepth int // requests in the dead-letter queue now
+	delayed  int // requests waiting for their backoff now
 
 	lastOutageEnd time.Duration
 	completion    time.Duration // the latest final state of any request
@@ -273,6 +279,9 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 		}
 	}
 	w.advance(w.horizon)
+	for w.sampled < len(w.run.Series) {
+		w.sample() // a last bucket cut short by the horizon ends there
+	}
 	w.finish()
 	w.run.Events = w.events
 	w.run.Wall = time.Since(start)
@@ -308,11 +317,7 @@ const warmupSteps = 100
 // passed.
 func (w *world) advance(t time.Duration) {
 	for w.nextSample <= t && w.sampled < len(w.run.Series) {
-		b := &w.run.Series[w.sampled]
-		b.Queue = int64(w.queue.len())
-		b.InFlight = int64(w.busy)
-		w.sampled++
-		w.nextSample += w.bucket
+		w.sample()
 	}
 	if w.progress != nil && t >= w.progressNext {
 		n := 0
@@ -325,11 +330,26 @@ func (w *world) advance(t time.Duration) {
 	w.now = t
 }
 
+// sample records the queues at the end of the current bucket and moves
+// to the next bucket.
+func (w *world) sample() {
+	b := &w.run.Series[w.sampled]
+	b.Queue = int64(w.queue.len())
+	b.InFlight = int64(w.busy)
+	b.DLQ = int64(w.dlqDepth)
+	b.Delayed = int64(w.delayed)
+	w.sampled++
+	w.nextSample += w.bucket
+}
+
 func (w *world) handle(e event) {
 	switch e.kind {
 	case evArrival:
 		w.arrive()
 	case evTry:
+		if e.b == retried {
+			w.delayed--
+		}
 		w.try(e.a)
 	case evAtServer:
 		w.atServer(e.a, e.b)
@@ -764,11 +784,13 @@ func (w *world) decide(i int32, d strategies.Decision) {
 		w.run.RecordLatency(w.now - r.created)
 	case strategies.Retry:
 		r.state = stWaiting
-		w.q.push(w.now+d.Wait, evTry, i, 0)
+		w.delayed++
+		w.q.push(w.now+d.Wait, evTry, i, retried)
 	case strategies.DeadLetter:
 		r.state, r.reason = stDead, d.Reason
 		w.final(r)
 		w.dlq = append(w.dlq, i)
+		w.dlqDepth++
 	}
 }
 
@@ -793,6 +815,7 @@ func (w *world) replay(k int32) {
 	}
 	i := w.dlq[k]
 	w.dlq[k] = -1 // no longer in the queue
+	w.dlqDepth--
 	r := &w.reqs[i]
 	r.retry = strategies.Request{}
 	r.state = stWaiting
