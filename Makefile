@@ -7,7 +7,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build test bench demo lint fuzz clean
+.PHONY: all build test bench demo docs lint fuzz clean
 
 all: build
 
@@ -37,6 +37,12 @@ fuzz:
 # every strategy simulated, a table on the terminal, the report under out/.
 demo: build
 	./$(BIN) run $(SCENARIO)
+
+# docs: regenerate the charts the README shows (commit them after a look).
+docs: build
+	./$(BIN) run $(SCENARIO) -q --out out/docs
+	mkdir -p docs
+	cp out/docs/load.png out/docs/recovery.png docs/
 
 clean:
 	rm -rf bin out

@@ -10,7 +10,10 @@
 //     a shared count axis, with the server's capacity per bucket and the
 //     outage windows; with Options.Overlay, one line of total attempts
 //     per strategy on a single axis instead. This is the picture of the
-//     herd.
+//     herd. Buckets during an outage far taller than any after it (cheap
+//     refusals) are cut off at the top of the panels and marked, so that
+//     the herd on the recovering server sets the scale; panels too flat
+//     to read in one column go in several.
 //   - recovery: the recovery time of each strategy, with 95% confidence
 //     whiskers over runs; a strategy whose server never recovered is
 //     drawn as a hatched red bar labelled "never recovered", never as 0.
@@ -28,6 +31,9 @@
 // (Okabe and Ito); outcome classes have colours of their own.
 //
 // Output is deterministic: the same results and options give the same
-// bytes. The package keeps no state; its functions are safe for
-// concurrent use. It imports the results package and gonum/plot only.
+// bytes. Text is set in Liberation Sans (which gonum/plot carries); an
+// SVG names it, then fonts of the same metrics (Arimo, Arial, Helvetica),
+// and does not embed it. The package keeps no state; its functions are
+// safe for concurrent use. It imports the results package and gonum/plot
+// only.
 package plots

@@ -97,6 +97,11 @@ func (l loadSeries) stacked() [numOutcomes][]float64 {
 	return tops
 }
 
+// total returns the attempts per bucket: the sum of the classes.
+func (l loadSeries) total() []float64 {
+	return l.stacked()[numOutcomes-1]
+}
+
 // present reports whether class c has any attempt in any bucket.
 func (l loadSeries) present(c outcome) bool {
 	for _, x := range l[c] {
@@ -159,9 +164,13 @@ func maxOf(xs []float64) float64 {
 // and how many latencies there are. Points are (x seconds, fraction of
 // the latencies at or below x), x increasing, the fraction rising from 0
 // at the lowest value of the first non-empty HDR bucket to 1 at the
-// highest value of the last. A point is the top of each non-empty bucket,
-// so the first point to reach a fraction q has x = ValueAtQuantile(100q)
-// of the merged histogram, in seconds. No latencies give no points.
+// highest value of the last. Each non-empty HDR bucket gives a point at
+// its top, so the first point to reach a fraction k/total is at the
+// value the merged histogram gives for the k-th latency (its
+// ValueAtQuantile), in seconds; a bucket after a gap of empty ones also
+// gives a point at its bottom, level with the one before, so that a line
+// through the points stays flat where no latency falls. No latencies give
+// no points.
 func latencyCDF(runs []*results.Run) (plotter.XYs, int64, error) {
 	h := results.LatencyHistogram()
 	for _, r := range runs {
@@ -177,14 +186,15 @@ func latencyCDF(runs []*results.Run) (plotter.XYs, int64, error) {
 		return nil, 0, nil
 	}
 	var xys plotter.XYs
-	var seen int64
+	var seen, lastTo int64
 	for _, bar := range h.Distribution() {
 		if bar.Count == 0 {
 			continue
 		}
-		if len(xys) == 0 {
-			xys = append(xys, plotter.XY{X: micros(max(bar.From, 1)), Y: 0})
+		if len(xys) == 0 || bar.From > lastTo+1 {
+			xys = append(xys, plotter.XY{X: micros(max(bar.From, 1)), Y: float64(seen) / float64(total)})
 		}
+		lastTo = bar.To
 		seen += bar.Count
 		xys = append(xys, plotter.XY{X: micros(max(bar.To, bar.From, 1)), Y: float64(seen) / float64(total)})
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/vg"
 )
 
 // countTicks are gonum's default ticks labelled as counts: 50,000 rather
@@ -35,12 +36,20 @@ const maxTimeTicks = 16
 
 // timeTicks ticks a time axis in seconds at a round step (minutes from
 // 5 min on, so that a herd at every 60 s falls on a tick), with a minor
-// tick halfway. Without labels, the ticks are drawn but not labelled (the
-// upper panels of a stack).
-type timeTicks struct{ labels bool }
+// tick halfway, at most max labelled ticks (maxTimeTicks when 0). Without
+// labels, the ticks are drawn but not labelled (the upper panels of a
+// stack).
+type timeTicks struct {
+	labels bool
+	max    int
+}
 
 func (t timeTicks) Ticks(lo, hi float64) []plot.Tick {
-	step := timeStep(hi - lo)
+	most := t.max
+	if most <= 0 {
+		most = maxTimeTicks
+	}
+	step := timeStep(hi-lo, most)
 	var ticks []plot.Tick
 	first := math.Ceil(lo/step-1e-9) * step
 	for k := 0; ; k++ {
@@ -64,26 +73,34 @@ func (t timeTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // timeStep returns the smallest step of timeSteps that cuts span into at
-// most maxTimeTicks-1 intervals.
-func timeStep(span float64) float64 {
+// most most-1 intervals.
+func timeStep(span float64, most int) float64 {
+	k := float64(max(most, 2) - 1)
 	for _, s := range timeSteps {
-		if span/s <= maxTimeTicks-1 {
+		if span/s <= k {
 			return s
 		}
 	}
-	return math.Pow(10, math.Ceil(math.Log10(span/(maxTimeTicks-1))))
+	return math.Pow(10, math.Ceil(math.Log10(span/k)))
+}
+
+// timeTicksFor returns the time ticks of an axis width wide: as many
+// labelled ticks as fit with room between them, from 3 to maxTimeTicks.
+func timeTicksFor(th theme, width vg.Length, labels bool) timeTicks {
+	n := int(width / (1.5 * th.tick.Width("0000")))
+	return timeTicks{labels: labels, max: min(max(n, 3), maxTimeTicks)}
 }
 
 // logTicks ticks a log axis at powers of ten, labelled in plain decimals
-// (0.001, 1, 1000), with minor ticks at 2..9 times each; over fewer than
-// two decades 2 and 5 are labelled too.
+// (0.001, 1, 1000), with minor ticks at 2..9 times each; over two decades
+// or fewer 2 and 5 are labelled too.
 type logTicks struct{}
 
 func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	if !(lo > 0) || !(hi > lo) {
 		return nil
 	}
-	few := math.Log10(hi/lo) < 2
+	few := math.Log10(hi/lo) < 2.01
 	var ticks []plot.Tick
 	for e := math.Floor(math.Log10(lo)); e <= math.Ceil(math.Log10(hi)); e++ {
 		p := math.Pow(10, e)
@@ -102,8 +119,8 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// decimal formats x with at most sig significant digits after the point
-// and no trailing zeros: 0.001, 2.5, 60, 1500.
+// decimal formats x with sig significant digits, or all its integer
+// digits when it has more, and no trailing zeros: 0.001, 2.5, 60, 1500.
 func decimal(x float64, sig int) string {
 	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
 		return strconv.FormatFloat(x, 'f', -1, 64)
@@ -119,10 +136,11 @@ func decimal(x float64, sig int) string {
 	return s
 }
 
-// countLabel formats a count with thousands separators (50,000); a
-// fraction (a mean over runs) keeps up to 3 significant digits.
+// countLabel formats a count: rounded to a whole number with thousands
+// separators from 1000 on (50,000), with up to 3 significant digits below
+// (a mean over runs: 12.4, 0.5).
 func countLabel(x float64) string {
-	if math.Abs(x) < 1000 || x != math.Trunc(x) && math.Abs(x) < 1e4 {
+	if math.Abs(x) < 999.5 {
 		return decimal(x, 3)
 	}
 	s := strconv.FormatFloat(math.Round(x), 'f', 0, 64)
@@ -159,4 +177,55 @@ func ratioLabel(v, ci float64) string {
 		s += " ± " + decimal(ci, 2)
 	}
 	return s
+}
+
+// fractionTicks ticks an axis of fractions from 0 to 1: labels every 0.2,
+// minor ticks every 0.1.
+type fractionTicks struct{}
+
+func (fractionTicks) Ticks(lo, hi float64) []plot.Tick {
+	var ticks []plot.Tick
+	for k := 0; k <= 10; k++ {
+		v := float64(k) / 10
+		if v < lo-1e-9 || v > hi+1e-9 {
+			continue
+		}
+		label := ""
+		if k%2 == 0 {
+			label = decimal(v, 1)
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: label})
+	}
+	return ticks
+}
+
+// logRange returns the range of a log axis that shows lo to hi: from the
+// largest of 1, 2 and 5 times a power of ten at or below lo to the
+// smallest at or above hi, at least a factor 2 apart.
+func logRange(lo, hi float64) (float64, float64) {
+	if !(lo > 0) || !(hi > 0) {
+		return 0.001, 1
+	}
+	lo, hi = min(lo, hi), max(lo, hi)
+	nice := func(x float64, up bool) float64 {
+		e := math.Floor(math.Log10(x))
+		var best float64
+		for _, k := range []float64{e - 1, e, e + 1} {
+			for _, m := range []float64{1, 2, 5} {
+				v := m * math.Pow(10, k)
+				switch {
+				case !up && v <= x*(1+1e-9) && v > best:
+					best = v
+				case up && v >= x*(1-1e-9) && (best == 0 || v < best):
+					best = v
+				}
+			}
+		}
+		return best
+	}
+	a, b := nice(lo, false), nice(hi, true)
+	if b < 2*a {
+		b = nice(2*a, true)
+	}
+	return a, b
 }

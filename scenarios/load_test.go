@@ -131,7 +131,7 @@ func TestEveryFieldDecodes(t *testing.T) {
 		Requests: 10000,
 		Arrival: Arrival{Kind: Poisson, Rate: 40, Until: 80 * time.Second,
 			Schedule: []RateStep{{From: 20 * time.Second, Until: 25 * time.Second, Rate: 80}}},
-		Senders: 100, Workers: 5,
+		Senders: 100, Workers: 5, Dispatch: DispatchBlocking,
 	}, s.Workload)
 	assert.Equal(t, &Replay{At: time.Hour, Rate: 100}, s.DLQ.Replay)
 	require.Len(t, s.Strategies, 7)

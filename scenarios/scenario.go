@@ -56,7 +56,8 @@ func (s *Scenario) setDefaults() {
 
 // Server is the model of the dependency under load.
 type Server struct {
-	// Model is the kind of server: queue (the default: slots, a waiting
+	// Model is the kind of server: queue (the default, also when empty:
+	// slots, a waiting
 	// room, outages, rate limits and the rest below) or occ, a single
 	// database row updated with optimistic concurrency control, as in
 	// the AWS Architecture Blog's "Exponential Backoff And Jitter": an
@@ -200,13 +201,28 @@ type Workload struct {
 	// means one sender per request.
 	Senders int `yaml:"senders"`
 	// Workers is each sender's dispatcher pool: at most Workers attempts
-	// in flight per sender, the rest waiting in the sender's queue; a
-	// request waiting for its backoff holds no worker. 0 (the default)
-	// means unlimited.
+	// in flight per sender, the rest waiting in the sender's queue. 0
+	// (the default) means unlimited.
 	Workers int `yaml:"workers"`
+	// Dispatch is how a worker waits out a failed request's backoff:
+	// delay-queue (the default, the article's event-driven dispatcher:
+	// the request goes to a delay queue with a visibility timeout and the
+	// worker takes the next one) or blocking (the worker sleeps through
+	// the backoff, holding its slot until the request is delivered or
+	// given up). Empty means delay-queue. Blocking needs Workers.
+	Dispatch string `yaml:"dispatch"`
 }
 
-func (w *Workload) setDefaults() { w.Arrival.Kind = Burst }
+// The dispatch modes.
+const (
+	DispatchDelayQueue = "delay-queue"
+	DispatchBlocking   = "blocking"
+)
+
+func (w *Workload) setDefaults() {
+	w.Arrival.Kind = Burst
+	w.Dispatch = DispatchDelayQueue
+}
 
 // Arrival says when requests are created.
 type Arrival struct {

@@ -117,7 +117,7 @@ func (s *Scenario) Validate() error {
 }
 
 func (s *Server) validate(p *problems) {
-	if !p.oneOf("server.model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
+	if s.Model != "" && !p.oneOf("server.model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
 		return
 	}
 	if s.Concurrency == 0 {
@@ -215,6 +215,9 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	}
 	if w.Workers < 0 {
 		p.add("workload.workers", "must be >= 1, or 0 for unlimited, got %d", w.Workers)
+	}
+	if w.Dispatch != "" && p.oneOf("workload.dispatch", w.Dispatch, DispatchDelayQueue, DispatchBlocking) && w.Dispatch == DispatchBlocking && w.Workers == 0 {
+		p.add("workload.dispatch", "blocking needs workers: without a pool there is nothing to block")
 	}
 	if horizon <= 0 {
 		return // reported already

@@ -846,6 +846,29 @@ func TestModelDispatcherBackoffHoldsNoWorker(t *testing.T) {
 	assert.Equal(t, int64(5), run.TimedOut)
 }
 
+func TestModelBlockingDispatcherSleepsThroughBackoff(t *testing.T) {
+	// The same five refused requests through a blocking dispatcher: the
+	// worker sleeps through each request's 10 s backoff, so one request
+	// makes both its attempts (0 s and 10 s) before the next may start.
+	sc := model(t, 0, 100*time.Millisecond, 5)
+	sc.Server.Outages = []scenarios.Outage{{Start: 0, Duration: time.Hour, Mode: scenarios.Refuse}}
+	sc.Workload.Senders, sc.Workload.Workers = 1, 1
+	sc.Workload.Dispatch = scenarios.DispatchBlocking
+	sc.Duration = 2 * time.Minute
+	fixed(sc, 10*time.Second, 2)
+	run := run1(t, sc)
+	assert.Equal(t, map[int]int64{0: 1, 10: 2, 20: 2, 30: 2, 40: 2, 50: 1}, nonzero(run, attempts))
+	assert.Equal(t, int64(5), run.DeadLettered)
+
+	// Delivered requests free the worker too: with the server up, the
+	// five go through one after another in 0.5 s.
+	sc.Server.Outages = nil
+	run = run1(t, sc)
+	assert.Equal(t, int64(5), run.Delivered)
+	require.NotNil(t, run.Completion)
+	assert.Equal(t, 500*time.Millisecond, *run.Completion)
+}
+
 // ---- 12. Breaker ----
 
 func TestModelBreakerShortCircuits(t *testing.T) {

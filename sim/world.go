@@ -55,12 +55,22 @@ type request struct {
 	arrived int32 // bucket in which the attempt in flight reached the server, -1 if it has not
 	state   uint8
 	reason  strategies.Reason // why it is dead-lettered
-	// started is set once the server begins processing the request: with
-	// idempotency the key is recorded then, and repeats are answered from
-	// the cache. processed is set once processing ends, so that another
-	// processing is a duplicate.
-	started, processed bool
+	flags   uint8             // flagStarted, flagProcessed, flagWorker
 }
+
+// The flags of a request.
+const (
+	// flagStarted is set once the server begins processing the request:
+	// with idempotency the key is recorded then, and repeats are answered
+	// from the cache.
+	flagStarted uint8 = 1 << iota
+	// flagProcessed is set once processing ends, so that another
+	// processing is a duplicate.
+	flagProcessed
+	// flagWorker is set while the request holds a worker of its sender's
+	// dispatcher.
+	flagWorker
+)
 
 // sender is one sender's state beyond the strategy's: its dispatcher.
 type sender struct {
@@ -95,6 +105,7 @@ type world struct {
 	senders          []sender
 	perRequest       bool // one sender per request: senders grow with requests
 	workers          int32
+	blocking         bool // the dispatcher's workers sleep through backoffs
 
 	// server
 	busy       int     // requests in service
@@ -170,22 +181,23 @@ const (
 // newWorld prepares run number run of strategy st.
 func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
 	w := &world{
-		sc:      sc,
-		policy:  st.Policy(),
-		q:       newEventQueue(),
-		horizon: sc.Duration,
-		rArrive: rand.New(rand.NewPCG(seed, 1)),
-		rServe:  rand.New(rand.NewPCG(seed, 2)),
-		rNet:    rand.New(rand.NewPCG(seed, 3)),
-		rFault:  rand.New(rand.NewPCG(seed, 4)),
-		rRetry:  rand.New(rand.NewPCG(seed, 5)),
-		service: newSampler(&sc.Server.ServiceTime),
-		latency: newSampler(sc.Network.Latency),
-		workers: int32(sc.Workload.Workers),
-		slots:   int(sc.Server.Concurrency),
-		outages: sc.Server.Outages,
-		bucket:  sc.Bucket,
-		limit:   sc.Workload.Requests,
+		sc:       sc,
+		policy:   st.Policy(),
+		q:        newEventQueue(),
+		horizon:  sc.Duration,
+		rArrive:  rand.New(rand.NewPCG(seed, 1)),
+		rServe:   rand.New(rand.NewPCG(seed, 2)),
+		rNet:     rand.New(rand.NewPCG(seed, 3)),
+		rFault:   rand.New(rand.NewPCG(seed, 4)),
+		rRetry:   rand.New(rand.NewPCG(seed, 5)),
+		service:  newSampler(&sc.Server.ServiceTime),
+		latency:  newSampler(sc.Network.Latency),
+		workers:  int32(sc.Workload.Workers),
+		blocking: sc.Workload.Dispatch == scenarios.DispatchBlocking,
+		slots:    int(sc.Server.Concurrency),
+		outages:  sc.Server.Outages,
+		bucket:   sc.Bucket,
+		limit:    sc.Workload.Requests,
 	}
 	if sc.Server.Concurrency.Unlimited() {
 		w.slots = -1
@@ -421,7 +433,7 @@ func (w *world) newRequest() {
 // dispatcher and breaker.
 func (w *world) try(i int32) {
 	r := &w.reqs[i]
-	if w.workers > 0 {
+	if w.workers > 0 && r.flags&flagWorker == 0 {
 		sd := &w.senders[r.sender]
 		if sd.inFlight >= w.workers {
 			r.state = stQueued
@@ -435,6 +447,7 @@ func (w *world) try(i int32) {
 			return
 		}
 		sd.inFlight++
+		r.flags |= flagWorker
 	}
 	var sd *strategies.Sender
 	if w.senders != nil {
@@ -444,7 +457,7 @@ func (w *world) try(i int32) {
 	if !ok {
 		w.run.ShortCircuited++
 		w.current().ShortCircuited++
-		w.release(r.sender)
+		w.free(i, d)
 		w.decide(i, d)
 		return
 	}
@@ -464,6 +477,18 @@ func (w *world) try(i int32) {
 	} else {
 		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, r.tag)
 	}
+}
+
+// free ends request i's hold on its worker after decision d, except in a
+// blocking dispatcher, where the worker sleeps through the request's
+// backoff and is freed only when the request is delivered or given up.
+func (w *world) free(i int32, d strategies.Decision) {
+	r := &w.reqs[i]
+	if r.flags&flagWorker == 0 || (w.blocking && d.Action == strategies.Retry) {
+		return
+	}
+	r.flags &^= flagWorker
+	w.release(r.sender)
 }
 
 // release frees a worker of sender s and gives it the next request
@@ -513,7 +538,7 @@ func (w *world) atServer(i, tag int32) {
 		w.reply(i, tag, strategies.TooManyRequests)
 		return
 	}
-	if srv.Idempotency && r.started {
+	if srv.Idempotency && r.flags&flagStarted != 0 {
 		w.reply(i, tag, w.cached(r))
 		return
 	}
@@ -645,11 +670,11 @@ func (w *world) serve(i, tag int32) (time.Duration, bool) {
 	if w.sc.Server.DropExpired && (r.state != stInFlight || r.tag != tag) {
 		return 0, false // its sender has given up: skip the work
 	}
-	if w.sc.Server.Idempotency && r.started {
+	if w.sc.Server.Idempotency && r.flags&flagStarted != 0 {
 		w.reply(i, tag, w.cached(r))
 		return 0, false
 	}
-	r.started = true
+	r.flags |= flagStarted
 	d := w.service.sample(w.rServe) + w.sc.Server.Slowdown*time.Duration(w.busy)
 	w.busy++
 	w.q.push(w.now+d, evServed, i, tag)
@@ -661,7 +686,7 @@ func (w *world) serve(i, tag int32) (time.Duration, bool) {
 // done, and while it is still going on a 503 that asks the sender to come
 // back (the request is not processed twice either way).
 func (w *world) cached(r *request) strategies.Outcome {
-	if r.processed {
+	if r.flags&flagProcessed != 0 {
 		return strategies.Success
 	}
 	return strategies.ServerError
@@ -672,10 +697,10 @@ func (w *world) served(i, tag int32) {
 	w.busy--
 	r := &w.reqs[i]
 	w.run.Processed++
-	if r.processed {
+	if r.flags&flagProcessed != 0 {
 		w.run.Duplicates++
 	}
-	r.processed = true
+	r.flags |= flagProcessed
 	waiting := r.state == stInFlight && r.tag == tag
 	if !waiting {
 		w.run.Wasted++
@@ -768,7 +793,7 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	}
 	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
 	r.state = stWaiting
-	w.release(r.sender)
+	w.free(i, d)
 	w.decide(i, d)
 }
 

@@ -11,6 +11,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/zeontools/herdlab/plots"
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
@@ -21,8 +22,10 @@ var runCmd = &command{
 
 Each strategy runs against the same server, outage and workload, on a
 virtual clock. For each scenario, prints a summary table and writes
-summary.json, summary.csv, timeseries.csv and report.md into the output
-folder (default out/NAME/; with several files and --out DIR, DIR/NAME/).
+summary.json, summary.csv, timeseries.csv, the charts (load, recovery,
+latency, queue, amplification), report.md and a self-contained
+report.html into the output folder (default out/NAME/; with several files
+and --out DIR, DIR/NAME/).
 Every file is checked before anything runs: bad input exits 2 and writes
 nothing.`,
 	usage: "FILE.yaml... [flags]",
@@ -32,6 +35,9 @@ nothing.`,
 		fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
 		fs.StringArray("strategy", nil, "run only this strategy (repeatable; default all)")
 		fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
+		fs.String("format", "png", "chart format: png or svg")
+		fs.Bool("overlay", false, "load chart: strategies overlaid on one axis instead of a panel each")
+		fs.Bool("no-charts", false, "write no charts")
 		fs.BoolP("quiet", "q", false, "print no table and no progress")
 	},
 	run: runScenarios,
@@ -48,6 +54,16 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 	only, _ := fs.GetStringArray("strategy")
 	parallel, _ := fs.GetInt("parallel")
 	quiet, _ := fs.GetBool("quiet")
+	var charts *plots.Options
+	if off, _ := fs.GetBool("no-charts"); !off {
+		format, _ := fs.GetString("format")
+		if format != "png" && format != "svg" {
+			fmt.Fprintf(c.stderr, "herdlab run: --format %q: want png or svg\n", format)
+			return exitBadInput
+		}
+		overlay, _ := fs.GetBool("overlay")
+		charts = &plots.Options{Format: format, Overlay: overlay}
+	}
 
 	loaded, ok := loadAll(c, fs.Args())
 	if !ok {
@@ -92,14 +108,18 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
 			return exitFailed
 		}
-		if err := writeOutputs(dir, sc, res); err != nil {
+		if err := writeOutputs(dir, sc, res, charts); err != nil {
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitFailed
 		}
 		if !quiet {
 			fmt.Fprintf(c.stdout, "%s: %s\n\n", sc.Name, sc.Describe())
 			results.WriteTable(c.stdout, res.Summary)
-			fmt.Fprintf(c.stdout, "\nreport: %s\n\n", filepath.Join(dir, "report.md"))
+			fmt.Fprintf(c.stdout, "\nreport: %s (and report.html)\n", filepath.Join(dir, "report.md"))
+			if charts != nil {
+				fmt.Fprintf(c.stdout, "charts: %s\n", filepath.Join(dir, "{load,recovery,latency,queue,amplification}."+charts.Format))
+			}
+			fmt.Fprintln(c.stdout)
 		}
 	}
 	return exitOK
@@ -131,21 +151,39 @@ func countRuns(sc *scenarios.Scenario, only []string) int {
 	return n * sc.Runs
 }
 
-// writeOutputs writes a run's files into dir, each atomically.
-func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result) error {
+// writeOutputs writes a run's files into dir, each atomically, with the
+// charts drawn as opts says (none when opts is nil).
+func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+	var images []results.Image
+	if opts != nil {
+		charts, err := plots.Render(res.Summary, res.Runs, *opts)
+		if err != nil {
+			return err
+		}
+		for _, ch := range charts {
+			images = append(images, results.Image{File: ch.File(*opts), Caption: ch.Title, Data: ch.Data})
+		}
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	files := []struct {
+	type file struct {
 		name  string
 		write func(io.Writer) error
-	}{
+	}
+	files := []file{
 		{"summary.json", func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
 		{"summary.csv", func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
 		{"timeseries.csv", func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
-		{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary, nil) }},
-		{"report.html", func(w io.Writer) error { return results.WriteHTML(w, res.Summary, nil) }},
 	}
+	for _, im := range images {
+		files = append(files, file{im.File, func(w io.Writer) error { _, err := w.Write(im.Data); return err }})
+	}
+	// The reports last: they refer to the files above.
+	files = append(files,
+		file{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary, images) }},
+		file{"report.html", func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images) }},
+	)
 	for _, f := range files {
 		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
 			return err

@@ -43,7 +43,8 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "small: 2,000 requests in a burst")
 	assert.Contains(t, stdout, "report: "+filepath.Join(out, "report.md"))
-	for _, name := range []string{"summary.json", "summary.csv", "timeseries.csv", "report.md"} {
+	for _, name := range []string{"summary.json", "summary.csv", "timeseries.csv", "report.md", "report.html",
+		"load.png", "recovery.png", "latency.png", "queue.png", "amplification.png"} {
 		assert.FileExists(t, filepath.Join(out, name))
 	}
 	f, err := os.Open(filepath.Join(out, "summary.json"))
@@ -55,6 +56,31 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	require.Len(t, s.Strategies, 2)
 	assert.Equal(t, 2000.0, s.Strategies[0].Requests)
 	assert.NotNil(t, s.Strategies[0].CI95)
+}
+
+func TestRunChartFormats(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "small.yaml", small)
+	svg := filepath.Join(dir, "svg")
+	code, stdout, stderr := herdlab("run", file, "-o", svg, "--format", "svg", "--overlay")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, stdout, "charts: "+filepath.Join(svg, "{load,recovery,latency,queue,amplification}.svg"))
+	data, err := os.ReadFile(filepath.Join(svg, "load.svg"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), "<svg")
+	report, err := os.ReadFile(filepath.Join(svg, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "(load.svg)")
+
+	none := filepath.Join(dir, "none")
+	code, _, stderr = herdlab("run", file, "-o", none, "--no-charts", "-q")
+	require.Equal(t, exitOK, code, stderr)
+	assert.NoFileExists(t, filepath.Join(none, "load.png"))
+	assert.FileExists(t, filepath.Join(none, "report.html"))
+
+	code, _, stderr = herdlab("run", file, "-o", filepath.Join(dir, "bad"), "--format", "gif")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, `--format "gif": want png or svg`)
 }
 
 func TestRunOneStrategyAndSeed(t *testing.T) {
