@@ -170,6 +170,7 @@ func TestPolicy(t *testing.T) {
 	assert.Equal(t, &strategies.Breaker{Consecutive: 50, Window: time.Minute, MinCalls: 10, OpenFor: 15 * time.Minute,
 		OpenJitter: 0.1, Canaries: 1, Failures: strategies.Outcomes(strategies.Timeout)}, full.Breaker)
 	assert.True(t, byName["equal"].ShortCircuitIsAttempt)
+	assert.True(t, byName["equal"].Breaker.RetriesOnly)
 	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetTokens, MaxTokens: 10, TokenRatio: 0.1,
 		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}, byName["decorrelated"].Budget)
 	assert.Equal(t, strategies.BudgetQuota, byName["grpc"].Budget.Kind)

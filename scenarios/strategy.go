@@ -148,6 +148,9 @@ type Breaker struct {
 	// CountsAsAttempt makes a short-circuited request use up an attempt;
 	// default false.
 	CountsAsAttempt bool `yaml:"counts_as_attempt"`
+	// RetriesOnly makes a retry circuit breaker: first attempts always
+	// go, only retries wait for it; default false.
+	RetriesOnly bool `yaml:"retries_only"`
 }
 
 func (b *Breaker) setDefaults() {
@@ -205,6 +208,7 @@ func (s Strategy) Policy() *strategies.Policy {
 			OpenJitter:   b.OpenJitter,
 			Canaries:     b.Canaries,
 			Failures:     outcomeSet(b.On),
+			RetriesOnly:  b.RetriesOnly,
 		}
 		p.ShortCircuitIsAttempt = b.CountsAsAttempt
 	}

@@ -71,6 +71,10 @@ type Breaker struct {
 	// outcome counts as a success. 0 means DefaultBreakerFailures, where
 	// a 429 or another 4xx is a success: the server is alive.
 	Failures OutcomeSet
+	// RetriesOnly makes a retry circuit breaker: it stops retries only.
+	// A request's first attempt always goes, and while the breaker is
+	// closed its outcome is counted like any other (see Observe).
+	RetriesOnly bool
 }
 
 // BreakerStatus is the state a circuit breaker is in.
@@ -211,6 +215,17 @@ func (b *Breaker) Status(s *BreakerState, now time.Duration) BreakerStatus {
 		return BreakerHalfOpen
 	}
 	return s.status
+}
+
+// Observe returns the permit of an attempt that the breaker does not
+// gate (a first attempt through a RetriesOnly breaker): one whose outcome
+// Record counts while the breaker is closed, and ignores otherwise.
+// Observe never changes s.
+func (b *Breaker) Observe(s *BreakerState) Permit {
+	if s.status == BreakerClosed {
+		return Permit{gen: s.gen, valid: true}
+	}
+	return Permit{}
 }
 
 // OpenUntil returns when an open breaker turns half-open, and false when

@@ -119,7 +119,7 @@ type Decision struct {
 //
 // When ok is true the driver sends the attempt and later reports its
 // result to Done with the returned Permit. When ok is false the sender's
-// breaker is open: no attempt is made (it is a short-circuit), and the
+// breaker is open (a RetriesOnly breaker never stops a first attempt): no attempt is made (it is a short-circuit), and the
 // Decision says to wait for the next backoff delay, as if the attempt had
 // failed at once, or to dead-letter the request.
 func (p *Policy) Begin(s *Sender, q *Request, now time.Duration, r *rand.Rand) (Permit, Decision, bool) {
@@ -127,7 +127,11 @@ func (p *Policy) Begin(s *Sender, q *Request, now time.Duration, r *rand.Rand) (
 		q.First = now
 	}
 	var permit Permit
-	if p.Breaker != nil {
+	switch {
+	case p.Breaker == nil:
+	case p.Breaker.RetriesOnly && q.Attempts == 0:
+		permit = p.Breaker.Observe(&s.Breaker)
+	default:
 		var ok bool
 		if permit, ok = p.Breaker.Allow(&s.Breaker, now); !ok {
 			return permit, p.shortCircuit(s, q, now, r), false

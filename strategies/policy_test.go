@@ -220,3 +220,23 @@ func TestShortCircuitNeverSpins(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Decision{Action: Retry, Wait: 10 * s}, attempt(p, &sd, &c, time.Minute, fail(Refused), r))
 }
+
+func TestRetryBreakerStopsOnlyRetries(t *testing.T) {
+	br := &Breaker{Consecutive: 2, OpenFor: time.Minute, RetriesOnly: true}
+	p := &Policy{Backoff: Fixed{Delay: s}, MaxAttempts: 3, Breaker: br}
+	r := rand.New(rand.NewPCG(1, 1))
+	var sd Sender
+	var a, b, c Request
+	require.Equal(t, Retry, attempt(p, &sd, &a, 0, fail(ServerError), r).Action)
+	require.Equal(t, Retry, attempt(p, &sd, &b, 0, fail(ServerError), r).Action) // first attempts count: it trips
+	require.Equal(t, BreakerOpen, br.Status(&sd.Breaker, s))
+
+	// A retry is short-circuited; a first attempt still goes out, and its
+	// outcome, while the breaker is open, changes nothing.
+	_, _, ok := p.Begin(&sd, &a, s, r)
+	assert.False(t, ok, "a retry waits for the breaker")
+	permit, _, ok := p.Begin(&sd, &c, s, r)
+	require.True(t, ok, "a first attempt is never stopped")
+	assert.Equal(t, Deliver, p.Done(&sd, &c, permit, s, Result{Outcome: Success}, r).Action)
+	assert.Equal(t, BreakerOpen, br.Status(&sd.Breaker, s), "an ungated success does not close the breaker")
+}
