@@ -242,9 +242,12 @@ func panelFigures(s *results.Summary, st results.StrategySummary) []string {
 		peak += fmt.Sprintf(" (%s× capacity)", decimal(*st.PeakLoadRatio, 3))
 	}
 	parts := []string{peak}
-	if st.RecoveryTimeS != nil {
+	switch {
+	case st.RecoveryTimeS != nil && s.Runs > 1 && st.RecoveredRuns < s.Runs:
+		parts = append(parts, fmt.Sprintf("recovered in %d of %d runs (after %s)", st.RecoveredRuns, s.Runs, secondsLabel(*st.RecoveryTimeS, 0)))
+	case st.RecoveryTimeS != nil:
 		parts = append(parts, "recovery "+secondsLabel(*st.RecoveryTimeS, 0))
-	} else {
+	default:
 		parts = append(parts, "never recovered")
 	}
 	parts = append(parts,
