@@ -248,6 +248,7 @@ func TestTableAndReport(t *testing.T) {
 	require.NoError(t, WriteReport(&report, s, nil))
 	assert.Contains(t, table.String(), "2,065 (1.03x) at 36s")
 	assert.Contains(t, table.String(), "never", "a server that never recovered says so")
+	assert.Contains(t, table.String(), "completion")
 	assert.Contains(t, report.String(), "# demo\n\nA demo.\n")
 	assert.Contains(t, report.String(), "| full-jitter | 376,037 | 7.52x |")
 }

@@ -123,7 +123,7 @@ func WriteSummaryCSV(w io.Writer, s *Summary) error {
 // tableRows returns the rows of the human summary table: a header, then a
 // row per strategy.
 func tableRows(s *Summary) [][]string {
-	rows := [][]string{{"strategy", "attempts", "amplif.", "peak after outage", "recovery", "drain", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
+	rows := [][]string{{"strategy", "attempts", "amplif.", "peak after outage", "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
 		peak := Count(st.PeakLoad)
@@ -138,6 +138,7 @@ func tableRows(s *Summary) [][]string {
 			peak,
 			Seconds(st.RecoveryTimeS, "never"),
 			Seconds(st.DrainTimeS, "unfinished"),
+			Seconds(st.CompletionTimeS, "unfinished"),
 			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Decimal(100*st.DeliveredRatio)),
 			Count(st.DeadLettered),
 			Count(st.Unfinished),
