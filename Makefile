@@ -7,7 +7,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build test bench demo docs lint fuzz clean
+.PHONY: all build test check bench demo docs lint fuzz clean
 
 all: build
 
@@ -17,6 +17,10 @@ build:
 # test: formatting, vet, then every test with the race detector.
 test: lint
 	$(GO) test -race -count=1 ./...
+
+# check: every shipped scenario's checks, the way a team gates its own in CI.
+check: build
+	./$(BIN) check scenarios/*.yaml
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \

@@ -194,6 +194,11 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 }
 
+// decodeInto decodes n into what ptr points to.
+func (d *decoder) decodeInto(n *yaml.Node, ptr any, path string) {
+	d.decode(n, reflect.ValueOf(ptr).Elem(), path)
+}
+
 // scalar reports whether n is a scalar, and records an error otherwise.
 func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
 	if n.Kind != yaml.ScalarNode {

@@ -78,6 +78,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
+	s.src = &source{file: file, where: d.where}
 	return &s, nil
 }
 
@@ -102,9 +103,12 @@ func (d *decoder) place(err error) {
 	}
 }
 
-func (d *decoder) locate(path string) pos {
+func (d *decoder) locate(path string) pos { return locate(d.where, path) }
+
+// locate returns where path was written, or the nearest enclosing field.
+func locate(where map[string]pos, path string) pos {
 	for path != "" {
-		if p, ok := d.where[path]; ok {
+		if p, ok := where[path]; ok {
 			return p
 		}
 		i := strings.LastIndexAny(path, ".[")
@@ -113,7 +117,7 @@ func (d *decoder) locate(path string) pos {
 		}
 		path = path[:i]
 	}
-	return d.where[""]
+	return where[""]
 }
 
 // follows reports whether a validation problem at path is at or within

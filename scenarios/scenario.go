@@ -36,6 +36,49 @@ type Scenario struct {
 	Workload   Workload      `yaml:"workload"`
 	DLQ        DLQ           `yaml:"dlq"`
 	Strategies []Strategy    `yaml:"strategies"`
+	// Checks are what `herdlab check` holds the results to.
+	Checks []Check `yaml:"checks"`
+	// Lint silences lint rules for this scenario.
+	Lint LintSettings `yaml:"lint"`
+
+	src *source // where each field was written, for a loaded file
+}
+
+// LintSettings says which lint rules a scenario silences, and why.
+type LintSettings struct {
+	Silence []Silence `yaml:"silence"`
+}
+
+// Silence turns one lint rule off for a scenario, for a stated reason.
+type Silence struct {
+	Rule   string `yaml:"rule"`   // a rule's id, such as HL001
+	Reason string `yaml:"reason"` // required: why the setting is wanted
+}
+
+// source is where a loaded scenario's fields were written.
+type source struct {
+	file  string
+	where map[string]pos
+}
+
+// File returns the file the scenario was loaded from, or "" for one built
+// in Go.
+func (s *Scenario) File() string {
+	if s.src == nil {
+		return ""
+	}
+	return s.src.file
+}
+
+// Position returns the line and column where the field path (such as
+// strategies[1].backoff) was written, or where the nearest enclosing
+// field was; 0, 0 for a scenario built in Go.
+func (s *Scenario) Position(path string) (line, col int) {
+	if s.src == nil {
+		return 0, 0
+	}
+	p := locate(s.src.where, path)
+	return p.line, p.col
 }
 
 // Default returns a scenario with every default set and no strategy.

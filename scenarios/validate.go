@@ -100,6 +100,26 @@ func (s *Scenario) Validate() error {
 	if len(s.Strategies) == 0 {
 		p.add("strategies", "at least one strategy is needed")
 	}
+	for i := range s.Checks {
+		s.Checks[i].validate(&p, s, i)
+	}
+	silenced := map[string]bool{}
+	for i, sl := range s.Lint.Silence {
+		path := fmt.Sprintf("lint.silence[%d]", i)
+		if !slices.ContainsFunc(LintRules, func(r LintRule) bool { return r.ID == sl.Rule }) {
+			ids := make([]string, len(LintRules))
+			for k, r := range LintRules {
+				ids[k] = r.ID
+			}
+			p.add(path+".rule", "unknown rule %q (want one of %s)", sl.Rule, strings.Join(ids, ", "))
+		} else if silenced[sl.Rule] {
+			p.add(path+".rule", "%s is silenced twice", sl.Rule)
+		}
+		silenced[sl.Rule] = true
+		if strings.TrimSpace(sl.Reason) == "" {
+			p.add(path+".reason", "missing: say why the setting is wanted")
+		}
+	}
 	seen := map[string]int{}
 	for i, st := range s.Strategies {
 		path := fmt.Sprintf("strategies[%d]", i)

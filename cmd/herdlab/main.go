@@ -40,6 +40,7 @@ type cli struct {
 }
 
 var commands = map[string]*command{
+	"check":    checkCmd,
 	"run":      runCmd,
 	"validate": validateCmd,
 	"version":  versionCmd,

@@ -38,6 +38,7 @@ nothing.`,
 		fs.String("format", "png", "chart format: png or svg")
 		fs.Bool("overlay", false, "load chart: strategies overlaid on one axis instead of a panel each")
 		fs.Bool("no-charts", false, "write no charts")
+		fs.String("save-baseline", "", "also write summary.json as the baseline DIR/NAME.json for check --baseline")
 		fs.BoolP("quiet", "q", false, "print no table and no progress")
 	},
 	run: runScenarios,
@@ -49,9 +50,8 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		return exitBadInput
 	}
 	out, _ := fs.GetString("out")
-	runs, _ := fs.GetInt("runs")
-	seed, _ := fs.GetUint64("seed")
 	only, _ := fs.GetStringArray("strategy")
+	baseline, _ := fs.GetString("save-baseline")
 	parallel, _ := fs.GetInt("parallel")
 	quiet, _ := fs.GetBool("quiet")
 	var charts *plots.Options
@@ -66,20 +66,10 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 	}
 
 	loaded, ok := loadAll(c, fs.Args())
-	if !ok {
+	if !ok || !override(c, fs, loaded) {
 		return exitBadInput
 	}
 	for _, sc := range loaded {
-		if fs.Changed("runs") {
-			sc.Runs = runs
-		}
-		if fs.Changed("seed") {
-			sc.Seed = seed
-		}
-		if err := sc.Validate(); err != nil {
-			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
-			return exitBadInput
-		}
 		if err := sim.CheckStrategies(sc, only); err != nil {
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitBadInput
@@ -111,6 +101,12 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		if err := writeOutputs(dir, sc, res, charts); err != nil {
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitFailed
+		}
+		if baseline != "" {
+			if err := saveBaseline(baseline, res.Summary); err != nil {
+				fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
+				return exitFailed
+			}
 		}
 		if !quiet {
 			fmt.Fprintf(c.stdout, "%s: %s\n\n", sc.Name, sc.Describe())
@@ -149,6 +145,14 @@ func countRuns(sc *scenarios.Scenario, only []string) int {
 		n = len(only)
 	}
 	return n * sc.Runs
+}
+
+// saveBaseline writes s as the baseline of its scenario in dir.
+func saveBaseline(dir string, s *results.Summary) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	return results.WriteFile(baselineFile(dir, s.Scenario), func(w io.Writer) error { return results.WriteJSON(w, s) })
 }
 
 // writeOutputs writes a run's files into dir, each atomically, with the

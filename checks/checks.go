@@ -1,0 +1,264 @@
+// Package checks judges a scenario's results against its checks: bounds
+// on the figures of summary.json, comparisons between strategies, and
+// regressions from a baseline. `herdlab check` is built on it, so that
+// a pull request that changes a backoff base, a cap or a breaker
+// threshold shows before it merges that the fleet still does not
+// stampede its dependency.
+//
+// With several runs, a figure is a mean with a 95% confidence interval,
+// and a check passes only when the whole interval satisfies it: a gate
+// that the interval straddles fails as inconclusive, so that it does not
+// flip with the seed.
+package checks
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// Result is the judgement of one bound, comparison or baseline figure.
+type Result struct {
+	Strategy string `json:"strategy"` // empty for a comparison
+	Figure   string `json:"figure"`   // a figure of summary.json, or the comparison
+	Bound    string `json:"bound"`    // such as "<= 1.5" or "in [0.9, 1]"
+	Value    string `json:"value"`    // such as "1.03", "1.03 ± 0.02", "never recovered"
+	Pass     bool   `json:"pass"`
+	// Note says why a check failed beyond its value: no value, or an
+	// interval that straddles the bound.
+	Note string `json:"note,omitempty"`
+	Why  string `json:"why,omitempty"`
+	// Line and Col locate the check in its scenario file (0 when built in
+	// Go or for a baseline).
+	Line int `json:"line,omitempty"`
+	Col  int `json:"col,omitempty"`
+}
+
+// Status returns PASS or FAIL.
+func (r Result) Status() string {
+	if r.Pass {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// value is a figure of one strategy: a mean, the half-width of its 95%
+// confidence interval (0 with one run), or none.
+type value struct {
+	x, ci float64
+	ok    bool
+	why   string // why there is none
+}
+
+func (v value) lo() float64 { return v.x - v.ci }
+func (v value) hi() float64 { return v.x + v.ci }
+
+func (v value) String() string {
+	if !v.ok {
+		return v.why
+	}
+	if v.ci > 0 {
+		return num(v.x) + " ± " + num(v.ci)
+	}
+	return num(v.x)
+}
+
+// Evaluate judges the checks of sc against its results s, in the order
+// the checks are written; a check on every strategy ("*") gives one
+// result per strategy.
+func Evaluate(sc *scenarios.Scenario, s *results.Summary) []Result {
+	figs := map[string]figures{}
+	for i := range s.Strategies {
+		figs[s.Strategies[i].Name] = newFigures(&s.Strategies[i])
+	}
+	var out []Result
+	for i, c := range sc.Checks {
+		line, col := sc.Position(fmt.Sprintf("checks[%d]", i))
+		if c.Compare != "" {
+			r := compare(c.Compare, figs)
+			r.Why, r.Line, r.Col = c.Why, line, col
+			out = append(out, r)
+			continue
+		}
+		names := []string{c.Strategy}
+		if c.Strategy == "*" {
+			names = names[:0]
+			for _, st := range s.Strategies {
+				names = append(names, st.Name)
+			}
+		}
+		for _, name := range names {
+			f, ok := figs[name]
+			for _, b := range c.Bounds {
+				r := Result{Strategy: name, Figure: b.Figure, Bound: boundString(b), Why: c.Why, Line: line, Col: col}
+				if !ok {
+					r.Value, r.Note = "not run", "the strategy was not run (see --strategy)"
+				} else {
+					v := f.get(b.Figure)
+					r.Value = v.String()
+					r.Pass, r.Note = judge(v, b.Min, b.Max)
+				}
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+// judge decides whether v lies in [min, max] (either end may be nil).
+func judge(v value, min, max *float64) (bool, string) {
+	if !v.ok {
+		return false, "no value"
+	}
+	pass, fail := true, false
+	if min != nil {
+		pass = pass && v.lo() >= *min
+		fail = fail || v.hi() < *min
+	}
+	if max != nil {
+		pass = pass && v.hi() <= *max
+		fail = fail || v.lo() > *max
+	}
+	if !pass && !fail {
+		return false, "the 95% interval straddles the bound: add runs or move the bound"
+	}
+	return pass, ""
+}
+
+// compare judges a comparison between strategies: it holds when it holds
+// for every pair of values in the two intervals.
+func compare(expr string, figs map[string]figures) Result {
+	r := Result{Figure: expr, Bound: "holds"}
+	c, err := scenarios.ParseComparison(expr)
+	if err != nil {
+		r.Value, r.Note = "invalid", err.Error()
+		return r
+	}
+	l, rv := operand(c.Left, figs), operand(c.Right, figs)
+	r.Value = l.String() + " " + c.Op + " " + rv.String()
+	if !l.ok || !rv.ok {
+		r.Note = "no value"
+		return r
+	}
+	// The worst case for the comparison: the left interval's far end
+	// against the right's.
+	worstL, worstR := l.hi(), rv.lo()
+	bestL, bestR := l.lo(), rv.hi()
+	if c.Op == ">=" || c.Op == ">" {
+		worstL, worstR, bestL, bestR = l.lo(), rv.hi(), l.hi(), rv.lo()
+	}
+	r.Pass = c.Holds(worstL, worstR)
+	if !r.Pass && c.Holds(bestL, bestR) {
+		r.Note = "the 95% intervals overlap: add runs or move the bound"
+	}
+	return r
+}
+
+// operand returns the value of one side of a comparison, scaled by its
+// factor.
+func operand(o scenarios.Operand, figs map[string]figures) value {
+	if o.Strategy == "" {
+		return value{x: o.Factor, ok: true}
+	}
+	f, ok := figs[o.Strategy]
+	if !ok {
+		return value{why: o.Strategy + " not run"}
+	}
+	v := f.get(o.Figure)
+	v.x, v.ci = o.Factor*v.x, math.Abs(o.Factor)*v.ci
+	return v
+}
+
+// figures reads the figures of one strategy by their names in
+// summary.json, so that checks and the file can never disagree.
+type figures struct {
+	mean, ci map[string]any
+}
+
+func newFigures(st *results.StrategySummary) figures {
+	f := figures{mean: jsonMap(st)}
+	if st.CI95 != nil {
+		f.ci = jsonMap(st.CI95)
+	}
+	return f
+}
+
+func jsonMap(v any) map[string]any {
+	data, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("checks: %v", err)) // plain numbers and maps always marshal
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		panic(fmt.Sprintf("checks: %v", err))
+	}
+	return m
+}
+
+// get returns the figure named name, such as peak_load_ratio or
+// latency_s.p99.
+func (f figures) get(name string) value {
+	x, ok := lookup(f.mean, name)
+	if !ok {
+		return value{why: noValue(name)}
+	}
+	v := value{x: x, ok: true}
+	if ci, ok := lookup(f.ci, name); ok {
+		v.ci = ci
+	}
+	return v
+}
+
+func lookup(m map[string]any, name string) (float64, bool) {
+	var cur any = m
+	for _, part := range strings.Split(name, ".") {
+		mm, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		if cur, ok = mm[part]; !ok {
+			if strings.HasPrefix(name, "dead_lettered_by.") {
+				return 0, true // no dead letters of that reason
+			}
+			return 0, false
+		}
+	}
+	x, ok := cur.(float64)
+	return x, ok
+}
+
+// noValue says why a figure has no value.
+func noValue(name string) string {
+	switch name {
+	case "recovery_time_s":
+		return "never recovered"
+	case "drain_time_s", "completion_time_s":
+		return "unfinished requests"
+	case "peak_load_ratio":
+		return "no capacity (unlimited)"
+	}
+	return "no value"
+}
+
+func boundString(b scenarios.Bound) string {
+	switch {
+	case b.Min != nil && b.Max != nil:
+		return "in [" + num(*b.Min) + ", " + num(*b.Max) + "]"
+	case b.Min != nil:
+		return ">= " + num(*b.Min)
+	}
+	return "<= " + num(*b.Max)
+}
+
+// num formats a figure: up to four significant decimals.
+func num(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 4, 64)
+}

@@ -1,0 +1,193 @@
+package checks
+
+import (
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// Report is the outcome of checking one scenario.
+type Report struct {
+	File     string    `json:"file"`
+	Scenario string    `json:"scenario"`
+	Runs     int       `json:"runs"`
+	Checks   []Result  `json:"checks"`
+	Lint     []Finding `json:"lint"`
+	// Strict makes lint findings that are not silenced fail the report.
+	Strict bool `json:"strict"`
+}
+
+// Finding is a lint finding as a report shows it.
+type Finding struct {
+	Rule     string `json:"rule"`
+	Name     string `json:"name"`
+	Path     string `json:"path"`
+	Line     int    `json:"line"`
+	Col      int    `json:"col"`
+	Message  string `json:"message"`
+	Silenced string `json:"silenced,omitempty"`
+}
+
+// Failed counts the failed checks, and the lint findings that fail
+// (those not silenced, when strict).
+func (r *Report) Failed() int {
+	n := 0
+	for _, c := range r.Checks {
+		if !c.Pass {
+			n++
+		}
+	}
+	if r.Strict {
+		for _, f := range r.Lint {
+			if f.Silenced == "" {
+				n++
+			}
+		}
+	}
+	return n
+}
+
+// WriteText writes the reports as a table per scenario: one row per
+// check, then the lint findings.
+func WriteText(w io.Writer, reports []*Report) error {
+	for _, r := range reports {
+		fmt.Fprintf(w, "%s (%s, %d run(s))\n", r.Scenario, r.File, r.Runs)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		if len(r.Checks) > 0 {
+			fmt.Fprintln(tw, "  strategy\tfigure\tbound\tvalue\tresult\t")
+		} else {
+			fmt.Fprintln(tw, "  no checks")
+		}
+		for _, c := range r.Checks {
+			result := c.Status()
+			if c.Note != "" {
+				result += ": " + c.Note
+			}
+			strategy := c.Strategy
+			if strategy == "" {
+				strategy = "-"
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", strategy, c.Figure, c.Bound, c.Value, result)
+		}
+		tw.Flush()
+		for _, f := range r.Lint {
+			level := "warning"
+			switch {
+			case f.Silenced != "":
+				level = "silenced"
+			case r.Strict:
+				level = "error"
+			}
+			fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s: %s (%s)\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Message, level)
+		}
+		fmt.Fprintf(w, "  %d passed, %d failed\n\n", len(r.Checks)-failedChecks(r), r.Failed())
+	}
+	return nil
+}
+
+func failedChecks(r *Report) int {
+	n := 0
+	for _, c := range r.Checks {
+		if !c.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// WriteJSON writes the reports as one JSON document.
+func WriteJSON(w io.Writer, reports []*Report) error {
+	passed, failed := 0, 0
+	for _, r := range reports {
+		f := r.Failed()
+		failed += f
+		passed += len(r.Checks) - failedChecks(r)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(struct {
+		Passed    int       `json:"passed"`
+		Failed    int       `json:"failed"`
+		Scenarios []*Report `json:"scenarios"`
+	}{passed, failed, reports})
+}
+
+// The JUnit XML format that CI systems read: a suite per scenario, a case
+// per check and per lint finding.
+type (
+	junitSuites struct {
+		XMLName  xml.Name     `xml:"testsuites"`
+		Tests    int          `xml:"tests,attr"`
+		Failures int          `xml:"failures,attr"`
+		Suites   []junitSuite `xml:"testsuite"`
+	}
+	junitSuite struct {
+		Name     string      `xml:"name,attr"`
+		Tests    int         `xml:"tests,attr"`
+		Failures int         `xml:"failures,attr"`
+		Skipped  int         `xml:"skipped,attr"`
+		Cases    []junitCase `xml:"testcase"`
+	}
+	junitCase struct {
+		Name      string        `xml:"name,attr"`
+		Classname string        `xml:"classname,attr"`
+		Failure   *junitFailure `xml:"failure,omitempty"`
+		Skipped   *junitFailure `xml:"skipped,omitempty"`
+	}
+	junitFailure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+)
+
+// WriteJUnit writes the reports as JUnit XML.
+func WriteJUnit(w io.Writer, reports []*Report) error {
+	var all junitSuites
+	for _, r := range reports {
+		suite := junitSuite{Name: r.Scenario}
+		for _, c := range r.Checks {
+			name := strings.TrimSpace(c.Strategy + " " + c.Figure + " " + c.Bound)
+			tc := junitCase{Name: name, Classname: r.Scenario}
+			if !c.Pass {
+				msg := "value " + c.Value
+				if c.Note != "" {
+					msg += ": " + c.Note
+				}
+				tc.Failure = &junitFailure{Message: msg, Text: fmt.Sprintf("%s:%d:%d: %s\n%s", r.File, c.Line, c.Col, msg, c.Why)}
+				suite.Failures++
+			}
+			suite.Cases = append(suite.Cases, tc)
+		}
+		for _, f := range r.Lint {
+			tc := junitCase{Name: "lint " + f.Rule + " " + f.Path, Classname: r.Scenario}
+			text := fmt.Sprintf("%s:%d:%d: %s", r.File, f.Line, f.Col, f.Message)
+			switch {
+			case f.Silenced != "":
+				tc.Skipped = &junitFailure{Message: "silenced: " + f.Silenced}
+				suite.Skipped++
+			case r.Strict:
+				tc.Failure = &junitFailure{Message: f.Name + ": " + f.Message, Text: text}
+				suite.Failures++
+			default:
+				tc.Skipped = &junitFailure{Message: "warning: " + f.Name + ": " + f.Message, Text: text}
+				suite.Skipped++
+			}
+			suite.Cases = append(suite.Cases, tc)
+		}
+		suite.Tests = len(suite.Cases)
+		all.Tests += suite.Tests
+		all.Failures += suite.Failures
+		all.Suites = append(all.Suites, suite)
+	}
+	io.WriteString(w, xml.Header)
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(all); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}

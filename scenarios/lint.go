@@ -1,0 +1,407 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// LintRule is a setting known to cause herds, flagged by Lint.
+type LintRule struct {
+	ID   string // stable: HL001 ...
+	Name string // short, such as fixed-delay
+	Doc  string // what the rule flags and why
+}
+
+// The lint rules, by id. Their order in LintRules is their id order.
+var (
+	ruleFixedDelay = LintRule{"HL001", "fixed-delay",
+		"A fixed delay (backoff kind fixed, no jitter) in a fleet that can have more than one attempt in " +
+			"flight: more than one request, and more than one sender or a sender without a worker limit " +
+			"(workload.senders x workload.workers, bounded by workload.requests, above 1). This is the " +
+			"article's anti-pattern (section 3): the requests that fail together retry together, so the " +
+			"spike keeps its shape and is shifted forward in time intact, again and again."}
+	ruleExponentialNoJitter = LintRule{"HL002", "exponential-no-jitter",
+		"Backoff kind exponential (no jitter) in such a fleet: the waits grow, but requests that failed " +
+			"together still wait exactly as long and retry in lockstep (article section 4; the AWS " +
+			"Architecture Blog's \"Exponential Backoff And Jitter\")."}
+	ruleCapNotAboveBase = LintRule{"HL003", "cap-not-above-base",
+		"A backoff with base and cap (exponential, full-jitter, equal-jitter, proportional-jitter, " +
+			"decorrelated-jitter, decorrelated-jitter-v2) whose cap is not above its base: the wait never " +
+			"grows past the first, however long the outage lasts, so the backoff does not back off " +
+			"(article section 2). Validation already rejects cap < base; this flags cap == base."}
+	ruleNoLimit = LintRule{"HL004", "no-limit",
+		"A strategy without max_attempts, max_elapsed or a retry budget: a request that keeps failing is " +
+			"retried forever and never reaches the dead-letter queue (article section 10: algorithms must " +
+			"have limits)."}
+	ruleRetryAfterUncapped = LintRule{"HL005", "retry-after-uncapped",
+		"Retry-After honored (mode honor or max) with a cap above 1h: a hostile or mistaken header, " +
+			"such as an HTTP-date days ahead, parks a request for as long as the cap allows (article " +
+			"section 9). herdlab's default cap is 5m."}
+	ruleBeyondMaxElapsed = LintRule{"HL006", "beyond-max-elapsed",
+		"max_elapsed set with max_attempts > 1, where the worst case of all max_attempts attempts takes " +
+			"longer than max_elapsed: N attempt timeouts plus, before each retry k = 0..N-2, the largest " +
+			"wait the backoff can draw (fixed: delay; exponential, full-jitter, equal-jitter: " +
+			"min(cap, base*multiplier^k); proportional-jitter: min(cap, t*(1+jitter)) with t that value; " +
+			"decorrelated-jitter: min(cap, base*3^(k+1)); decorrelated-jitter-v2: cap; none: 0). The later " +
+			"attempts then need not happen, so max_attempts is not the real limit and a reader of the " +
+			"scenario is misled (article section 10: 8 retries over 24 hours; cenkalti/backoff's " +
+			"MaxElapsedTime stops a loop whatever its attempt count)."}
+	ruleBreakerShorterThanBackoff = LintRule{"HL007", "breaker-shorter-than-backoff",
+		"A circuit breaker whose open_for is shorter than one backoff step (the first wait: the fixed " +
+			"delay, or base for the kinds with a base): its open period is over before the first retry " +
+			"comes back, so the retries find it half-open or closed again and it adds no spacing beyond the " +
+			"backoff's; it barely shields the destination (article section 8: open for 15 minutes)."}
+	ruleManyAttemptsNoBudget = LintRule{"HL008", "many-attempts-no-budget",
+		"max_attempts above 5 without a retry budget: under overload every request makes every attempt, " +
+			"so each extra attempt multiplies the load on a server that is already failing. gRPC treats " +
+			"maxAttempts above 5 as 5 (gRFC A6) and throttles retries with a token budget, as the AWS SDKs " +
+			"do with their retry quota."}
+)
+
+// LintRules lists every lint rule, in id order.
+var LintRules = []LintRule{
+	ruleFixedDelay,
+	ruleExponentialNoJitter,
+	ruleCapNotAboveBase,
+	ruleNoLimit,
+	ruleRetryAfterUncapped,
+	ruleBeyondMaxElapsed,
+	ruleBreakerShorterThanBackoff,
+	ruleManyAttemptsNoBudget,
+}
+
+// Finding is one lint finding: a rule that a field of a scenario breaks.
+type Finding struct {
+	Rule LintRule
+	// File is the scenario's file, "" for a scenario built in Go.
+	File string
+	// Path is the field the finding is about, such as
+	// strategies[2].backoff.
+	Path string
+	// Line and Col are where Path (or the nearest enclosing field) was
+	// written, from Scenario.Position; 0, 0 for a scenario built in Go.
+	Line, Col int
+	// Msg says what is wrong in this scenario, with the values seen, and
+	// what to do instead.
+	Msg string
+	// Silenced is the reason the scenario gave in lint.silence for
+	// silencing the rule, "" when it does not silence it.
+	Silenced string
+}
+
+// String returns "FILE:LINE:COL: PATH: ID name: MSG", followed by
+// " (silenced: REASON)" for a silenced finding. The position is left out
+// for a scenario built in Go.
+func (f Finding) String() string {
+	var b strings.Builder
+	if f.File != "" || f.Line != 0 {
+		fmt.Fprintf(&b, "%s:%d:%d: ", f.File, f.Line, f.Col)
+	}
+	fmt.Fprintf(&b, "%s: %s %s: %s", f.Path, f.Rule.ID, f.Rule.Name, f.Msg)
+	if f.Silenced != "" {
+		fmt.Fprintf(&b, " (silenced: %s)", f.Silenced)
+	}
+	return b.String()
+}
+
+// Lint returns every finding of s, in file order (by line, then column,
+// then rule id), silenced ones included and marked with the reason the
+// scenario gave. It runs nothing: it reads the parameters only. s should
+// be valid (see Validate); Lint does not panic on one that is not, but its
+// findings may then be beside the point.
+func Lint(s *Scenario) []Finding {
+	silenced := map[string]string{}
+	for _, sl := range s.Lint.Silence {
+		silenced[sl.Rule] = sl.Reason
+	}
+	var out []Finding
+	add := func(r LintRule, path, format string, args ...any) {
+		line, col := s.Position(path)
+		out = append(out, Finding{Rule: r, File: s.File(), Path: path, Line: line, Col: col,
+			Msg: fmt.Sprintf(format, args...), Silenced: silenced[r.ID]})
+	}
+	inFlight, fleet := s.Workload.inFlight()
+	herd := inFlight != 1
+	for i, st := range s.Strategies {
+		path := fmt.Sprintf("strategies[%d]", i)
+		b := st.Backoff
+		switch {
+		case b.Kind == BackoffFixed && herd:
+			add(ruleFixedDelay, path+".backoff",
+				"fixed %s delay, %s: the requests that fail together retry together %s later, the same spike each time; "+
+					"use full-jitter or equal-jitter, or silence HL001 with a reason", b.Delay, fleet, b.Delay)
+		case b.Kind == BackoffExponential && herd:
+			add(ruleExponentialNoJitter, path+".backoff",
+				"exponential %s..%s without jitter, %s: the requests that fail together wait %s, %s, %s, ... together "+
+					"and come back as one spike each time; use full-jitter, equal-jitter or decorrelated-jitter, "+
+					"or silence HL002 with a reason",
+				b.Base, b.Cap, fleet, b.largestWait(0), b.largestWait(1), b.largestWait(2))
+		}
+		if b.hasBase() && b.Cap <= b.Base {
+			add(ruleCapNotAboveBase, path+".backoff.cap",
+				"%s with cap %s, not above base %s: the wait never grows past the first however long the outage lasts; "+
+					"set cap well above base (60s is usual), or silence HL003 with a reason", b.Kind, b.Cap, b.Base)
+		}
+		if st.MaxAttempts == 0 && st.MaxElapsed == 0 && st.Budget == nil {
+			add(ruleNoLimit, path,
+				"no max_attempts, no max_elapsed and no budget: a request that keeps failing is retried until the horizon "+
+					"(in production, forever) and never dead-lettered; set max_attempts or max_elapsed, or silence HL004 "+
+					"with a reason")
+		}
+		if ra := st.RetryAfter; honorsRetryAfter(ra.Mode) && ra.Cap > time.Hour {
+			add(ruleRetryAfterUncapped, path+".retry_after.cap",
+				"Retry-After mode %s with cap %s: one hostile or mistaken header parks a request for up to %s; "+
+					"cap it at 1h or less (the default is %s), or silence HL005 with a reason",
+				ra.Mode, ra.Cap, ra.Cap, strategies.DefaultRetryAfterCap)
+		}
+		if n := st.MaxAttempts; st.MaxElapsed > 0 && n > 1 {
+			if worst := st.worstCase(n); worst > st.MaxElapsed {
+				add(ruleBeyondMaxElapsed, path+".max_attempts", "%s", st.beyondMaxElapsed(worst))
+			}
+		}
+		if br := st.Breaker; br != nil {
+			if first := b.firstStep(); br.OpenFor < first {
+				add(ruleBreakerShorterThanBackoff, path+".breaker.open_for",
+					"breaker open for %s, shorter than the first backoff wait (%s %s): it is half-open again before "+
+						"the first retry comes back, so it holds back nothing the backoff does not; make open_for "+
+						"longer than the backoff's waits (the article's is 15m), or silence HL007 with a reason",
+					br.OpenFor, b.Kind, first)
+			}
+		}
+		if st.MaxAttempts > 5 && st.Budget == nil {
+			add(ruleManyAttemptsNoBudget, path+".max_attempts",
+				"max_attempts %d without a budget: under overload every failing request makes %d attempts, up to %dx "+
+					"the load on a server that is already failing; lower it to 5 (gRPC's ceiling) or add a budget "+
+					"(kind tokens or quota), or silence HL008 with a reason", st.MaxAttempts, st.MaxAttempts, st.MaxAttempts)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		if a.Col != b.Col {
+			return a.Col < b.Col
+		}
+		return a.Rule.ID < b.Rule.ID
+	})
+	return out
+}
+
+// honorsRetryAfter reports whether a Retry-After mode waits out the
+// hint: honor or max.
+func honorsRetryAfter(mode string) bool {
+	m, err := strategies.ParseRetryAfterMode(mode)
+	return err == nil && (m == strategies.RetryAfterHonor || m == strategies.RetryAfterMax)
+}
+
+// inFlight returns how many attempts the workload can have in flight at
+// once, 0 meaning no bound, and a description of the fleet for findings.
+// A sender without a worker limit sends all its requests at once, so it
+// is a fleet by itself; with workers, a sender has at most that many in
+// flight.
+func (w Workload) inFlight() (n int, fleet string) {
+	requests := "uncapped poisson arrivals"
+	if w.Requests > 0 {
+		requests = count(w.Requests) + " requests"
+	}
+	switch {
+	case w.Senders == 0:
+		return w.Requests, requests + ", one sender each"
+	case w.Workers == 0:
+		return w.Requests, fmt.Sprintf("%s, %s without a worker limit", requests, lintCount(w.Senders, "sender"))
+	}
+	n = math.MaxInt
+	if w.Workers <= math.MaxInt/w.Senders {
+		n = w.Senders * w.Workers
+	}
+	if w.Requests > 0 {
+		n = min(n, w.Requests)
+	}
+	return n, fmt.Sprintf("%s, %s x %s", requests, lintCount(w.Senders, "sender"), lintCount(w.Workers, "worker"))
+}
+
+// lintCount returns "1 noun" or "N nouns", N with thousands separators.
+func lintCount(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return count(n) + " " + noun + "s"
+}
+
+// hasBase reports whether the backoff's kind has a base and a cap.
+func (b Backoff) hasBase() bool {
+	switch b.Kind {
+	case BackoffNone, BackoffFixed:
+		return false
+	}
+	_, known := backoffKeys[b.Kind]
+	return known
+}
+
+// largestWait returns the longest wait the backoff can draw before retry
+// k (k = 0 for the first retry), from the formulas of package strategies:
+// the supremum, for the random kinds.
+func (b Backoff) largestWait(k int) time.Duration {
+	expo := func(base time.Duration, m float64, k int) time.Duration {
+		return strategies.Exponential{Base: base, Cap: b.Cap, Multiplier: m}.At(k)
+	}
+	switch b.Kind {
+	case BackoffFixed:
+		return b.Delay
+	case BackoffExponential, BackoffFullJitter, BackoffEqualJitter:
+		return expo(b.Base, b.Multiplier, k)
+	case BackoffProportionalJitter:
+		w := lintDuration(float64(expo(b.Base, b.Multiplier, k)) * (1 + b.Jitter))
+		if b.Cap > 0 {
+			w = min(b.Cap, w)
+		}
+		return w
+	case BackoffDecorrelatedJitter:
+		return expo(b.Base, 3, k+1)
+	case BackoffDecorrelatedJitterV2:
+		return b.Cap
+	}
+	return 0
+}
+
+// steadyFrom reports whether, once the largest wait before a retry is w,
+// it stays w for every later retry: the largest waits never shrink, and
+// stop growing at the cap, or at once for the kinds that do not grow.
+func (b Backoff) steadyFrom(w time.Duration) bool {
+	atCap := b.Cap > 0 && w >= b.Cap
+	switch b.Kind {
+	case BackoffNone, BackoffFixed, BackoffDecorrelatedJitterV2:
+		return true
+	case BackoffDecorrelatedJitter:
+		return atCap
+	}
+	return atCap || b.multiplier() <= 1
+}
+
+// multiplier returns the growth factor of an exponential kind: Multiplier,
+// or strategies.DefaultMultiplier when it is 0, as package strategies
+// reads it.
+func (b Backoff) multiplier() float64 {
+	if b.Multiplier == 0 {
+		return strategies.DefaultMultiplier
+	}
+	return b.Multiplier
+}
+
+// firstStep returns one backoff step, for HL007: the fixed delay, or the
+// base of the kinds with a base; 0 for none.
+func (b Backoff) firstStep() time.Duration {
+	switch {
+	case b.Kind == BackoffFixed:
+		return b.Delay
+	case b.hasBase():
+		return b.Base
+	}
+	return 0
+}
+
+// lintMaxSteps bounds the waits summed one by one by worstCase; past it (a
+// multiplier barely above 1), the rest of the sum is a geometric series.
+const lintMaxSteps = 1 << 12
+
+// worstCase returns the longest time n attempts of st can take: n
+// timeouts, plus the largest wait before each of the n-1 retries. It
+// saturates at the largest Duration.
+func (st Strategy) worstCase(n int) time.Duration {
+	b := st.Backoff
+	total := lintMul(st.Timeout, n)
+	for k := 0; k < n-1; k++ {
+		w := b.largestWait(k)
+		if b.steadyFrom(w) {
+			return lintAdd(total, lintMul(w, n-1-k))
+		}
+		if k == lintMaxSteps {
+			return lintAdd(total, b.geometricTail(k, n-1))
+		}
+		total = lintAdd(total, w)
+	}
+	return total
+}
+
+// geometricTail returns the sum of the largest waits of retries from to
+// until-1 of an exponential kind, min(cap, B*m^k) with B the base (times
+// 1+jitter for proportional-jitter), in floating point.
+func (b Backoff) geometricTail(from, until int) time.Duration {
+	base, m, c := float64(b.Base), b.multiplier(), float64(b.Cap)
+	if b.Kind == BackoffProportionalJitter {
+		base *= 1 + b.Jitter
+	}
+	if base <= 0 || m <= 1 || c <= 0 {
+		return lintMul(b.largestWait(from), until-from)
+	}
+	// Retry k reaches the cap from k = reach on.
+	reach := float64(until)
+	if r := math.Ceil(math.Log(c/base) / math.Log(m)); r < reach {
+		reach = max(r, float64(from))
+	}
+	sum := base*(math.Pow(m, reach)-math.Pow(m, float64(from)))/(m-1) + (float64(until)-reach)*c
+	return lintDuration(sum)
+}
+
+// beyondMaxElapsed says, for HL006, how long the worst case takes and
+// how many attempts fit in max_elapsed.
+func (st Strategy) beyondMaxElapsed(worst time.Duration) string {
+	n := st.MaxAttempts
+	// fit is the most attempts whose worst case fits in MaxElapsed: the
+	// worst case grows with the attempts, by at least a timeout each.
+	fit := sort.Search(n, func(i int) bool { return st.worstCase(i+1) > st.MaxElapsed })
+	waits := fmt.Sprintf("%s before the retry", st.Backoff.largestWait(0))
+	if n > 2 {
+		waits = fmt.Sprintf("%s before the first retry, %s before the last", st.Backoff.largestWait(0), st.Backoff.largestWait(n-2))
+	}
+	msg := fmt.Sprintf("worst case, with every attempt timing out after %s and every wait at its largest (%s), "+
+		"%d attempts take %s, longer than max_elapsed %s: ", st.Timeout, waits, n, worst, st.MaxElapsed)
+	switch fit {
+	case 0:
+		msg += fmt.Sprintf("not even the first attempt's timeout fits, so max_attempts %d is not the real limit; "+
+			"raise max_elapsed to %s or shorten the timeout", n, worst)
+	default:
+		msg += fmt.Sprintf("only %s fit, so max_attempts %d is not the real limit; lower max_attempts to %d or raise "+
+			"max_elapsed to %s", lintCount(fit, "attempt"), n, fit, worst)
+	}
+	return msg + ", or silence HL006 with a reason"
+}
+
+// lintDuration converts d nanoseconds to a Duration, saturating at the
+// largest one and at 0.
+func lintDuration(d float64) time.Duration {
+	switch {
+	case math.IsNaN(d) || d <= 0:
+		return 0
+	case d >= math.MaxInt64:
+		return math.MaxInt64
+	}
+	return time.Duration(d)
+}
+
+// lintAdd returns a + b for non-negative a and b, saturating at the
+// largest Duration.
+func lintAdd(a, b time.Duration) time.Duration {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}
+
+// lintMul returns d * n for non-negative d and n, saturating at the
+// largest Duration.
+func lintMul(d time.Duration, n int) time.Duration {
+	if n <= 0 || d <= 0 {
+		return 0
+	}
+	if d > math.MaxInt64/time.Duration(n) {
+		return math.MaxInt64
+	}
+	return d * time.Duration(n)
+}

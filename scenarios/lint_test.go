@@ -1,0 +1,478 @@
+package scenarios
+
+import (
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lintYAML returns a minimal valid scenario with one strategy, named s:
+// the workload is on line 2, the strategy starts on line 4 (strategies[0]
+// at 4:5) and its lines follow from line 5, each indented four spaces, so
+// a block field such as max_attempts has its value at 5:19 or below.
+func lintYAML(workload string, strategy ...string) string {
+	var b strings.Builder
+	b.WriteString("server: {concurrency: 10}\n")
+	b.WriteString("workload: " + workload + "\n")
+	b.WriteString("strategies:\n")
+	b.WriteString("  - name: s\n")
+	for _, line := range strategy {
+		b.WriteString("    " + line + "\n")
+	}
+	return b.String()
+}
+
+// lintStep is one row of a rule's step table: a scenario and the
+// findings it must give, each "RULE PATH LINE:COL", in order.
+type lintStep struct {
+	name     string
+	workload string
+	strategy []string
+	want     []string
+}
+
+// One burst request: no fleet, so HL001 and HL002 stay quiet.
+const oneRequest = "{requests: 1}"
+
+// lintSteps holds each rule's step table: a scenario that makes the rule
+// fire and near-identical ones that do not.
+var lintSteps = map[string][]lintStep{
+	"HL001": {
+		{"fixed delay, 800 requests one sender each", "{requests: 800}",
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"},
+			[]string{"HL001 strategies[0].backoff 5:14"}},
+		{"one request", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"}, nil},
+		{"1 sender x 1 worker", "{requests: 800, senders: 1, workers: 1}",
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"}, nil},
+		{"1 sender without a worker limit sends all 800 at once", "{requests: 800, senders: 1}",
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"},
+			[]string{"HL001 strategies[0].backoff 5:14"}},
+		{"2 senders x 1 worker", "{requests: 800, senders: 2, workers: 1}",
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"},
+			[]string{"HL001 strategies[0].backoff 5:14"}},
+		{"uncapped poisson arrivals", "{arrival: {kind: poisson, rate: 10}}",
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"},
+			[]string{"HL001 strategies[0].backoff 5:14"}},
+		{"full jitter instead", "{requests: 800}",
+			[]string{"backoff: {kind: full-jitter, base: 5s, cap: 60s}", "max_attempts: 3"}, nil},
+	},
+	"HL002": {
+		{"exponential, 800 requests", "{requests: 800}",
+			[]string{"backoff: {kind: exponential, base: 1s, cap: 60s}", "max_attempts: 3"},
+			[]string{"HL002 strategies[0].backoff 5:14"}},
+		{"exponential, one request", oneRequest,
+			[]string{"backoff: {kind: exponential, base: 1s, cap: 60s}", "max_attempts: 3"}, nil},
+		{"equal jitter instead", "{requests: 800}",
+			[]string{"backoff: {kind: equal-jitter, base: 1s, cap: 60s}", "max_attempts: 3"}, nil},
+	},
+	"HL003": {
+		{"full jitter, cap = base", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 5s, cap: 5s}", "max_attempts: 3"},
+			[]string{"HL003 strategies[0].backoff.cap 5:49"}},
+		{"full jitter, cap above base", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 5s, cap: 6s}", "max_attempts: 3"}, nil},
+		{"default cap 60s = base: placed at the backoff", oneRequest,
+			[]string{"backoff: {kind: equal-jitter, base: 60s}", "max_attempts: 3"},
+			[]string{"HL003 strategies[0].backoff.cap 5:14"}},
+		{"decorrelated jitter, cap = base", oneRequest,
+			[]string{"backoff: {kind: decorrelated-jitter, base: 1s, cap: 1s}", "max_attempts: 3"},
+			[]string{"HL003 strategies[0].backoff.cap 5:57"}},
+	},
+	"HL004": {
+		{"no limit", oneRequest,
+			[]string{"backoff: {kind: full-jitter}"},
+			[]string{"HL004 strategies[0] 4:5"}},
+		{"max_attempts", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3"}, nil},
+		{"max_elapsed", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_elapsed: 1h"}, nil},
+		{"budget", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "budget: {kind: tokens}"}, nil},
+	},
+	"HL005": {
+		{"honor, cap 2h", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "retry_after: {mode: honor, cap: 2h}"},
+			[]string{"HL005 strategies[0].retry_after.cap 7:37"}},
+		{"max, cap 2h", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "retry_after: {mode: max, cap: 2h}"},
+			[]string{"HL005 strategies[0].retry_after.cap 7:35"}},
+		{"honor, cap exactly 1h", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "retry_after: {mode: honor, cap: 1h}"}, nil},
+		{"ignore, cap 2h", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "retry_after: {mode: ignore, cap: 2h}"}, nil},
+	},
+	"HL006": {
+		// 3 timeouts of 10s and 2 waits of 5s: 40s.
+		{"fixed, 40s beyond 39s", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3", "timeout: 10s", "max_elapsed: 39s"},
+			[]string{"HL006 strategies[0].max_attempts 6:19"}},
+		{"fixed, exactly 40s", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3", "timeout: 10s", "max_elapsed: 40s"}, nil},
+		// 5 timeouts of 1s and waits 1, 2, 4, 4 (capped): 16s.
+		{"exponential, 16s beyond 15s", oneRequest,
+			[]string{"backoff: {kind: exponential, base: 1s, cap: 4s}", "max_attempts: 5", "timeout: 1s", "max_elapsed: 15s"},
+			[]string{"HL006 strategies[0].max_attempts 6:19"}},
+		{"exponential, exactly 16s", oneRequest,
+			[]string{"backoff: {kind: exponential, base: 1s, cap: 4s}", "max_attempts: 5", "timeout: 1s", "max_elapsed: 16s"}, nil},
+		// 4 timeouts of 1s and waits min(10, 3), min(10, 9), min(10, 27): 26s.
+		{"decorrelated, 26s beyond 25s", oneRequest,
+			[]string{"backoff: {kind: decorrelated-jitter, base: 1s, cap: 10s}", "max_attempts: 4", "timeout: 1s", "max_elapsed: 25s"},
+			[]string{"HL006 strategies[0].max_attempts 6:19"}},
+		{"decorrelated, exactly 26s", oneRequest,
+			[]string{"backoff: {kind: decorrelated-jitter, base: 1s, cap: 10s}", "max_attempts: 4", "timeout: 1s", "max_elapsed: 26s"}, nil},
+		// 4 timeouts of 1s and waits 1.5, 3, 6 (t * 1.5): 14.5s.
+		{"proportional, 14.5s beyond 14s", oneRequest,
+			[]string{"backoff: {kind: proportional-jitter, base: 1s, cap: 10s, jitter: 0.5}", "max_attempts: 4", "timeout: 1s", "max_elapsed: 14s"},
+			[]string{"HL006 strategies[0].max_attempts 6:19"}},
+		{"proportional, exactly 14.5s", oneRequest,
+			[]string{"backoff: {kind: proportional-jitter, base: 1s, cap: 10s, jitter: 0.5}", "max_attempts: 4", "timeout: 1s", "max_elapsed: 14500ms"}, nil},
+		{"a single attempt is never beyond", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 1", "timeout: 10s", "max_elapsed: 1s"}, nil},
+		{"no max_elapsed", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3", "timeout: 10s"}, nil},
+	},
+	"HL007": {
+		{"open 5s, base 10s", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 10s}", "max_attempts: 3", "breaker: {consecutive: 5, open_for: 5s}"},
+			[]string{"HL007 strategies[0].breaker.open_for 7:41"}},
+		{"open 10s, base 10s", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 10s}", "max_attempts: 3", "breaker: {consecutive: 5, open_for: 10s}"}, nil},
+		{"open 15s, fixed 30s", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 30s}", "max_attempts: 3", "breaker: {consecutive: 5, open_for: 15s}"},
+			[]string{"HL007 strategies[0].breaker.open_for 7:41"}},
+		{"default open 15m, base 20m: placed at the breaker", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 20m, cap: 1h}", "max_attempts: 3", "breaker: {consecutive: 5}"},
+			[]string{"HL007 strategies[0].breaker.open_for 7:14"}},
+		{"backoff none", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 3", "breaker: {consecutive: 5, open_for: 1ms}"}, nil},
+	},
+	"HL008": {
+		{"6 attempts", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 6"},
+			[]string{"HL008 strategies[0].max_attempts 6:19"}},
+		{"5 attempts", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 5"}, nil},
+		{"6 attempts with a budget", oneRequest,
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 6", "budget: {kind: quota}"}, nil},
+	},
+	"order": {
+		{"two rules on one field, by rule id", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 6", "max_elapsed: 1s"},
+			[]string{"HL006 strategies[0].max_attempts 6:19", "HL008 strategies[0].max_attempts 6:19"}},
+		{"by line, then column", "{requests: 800}",
+			[]string{"backoff: {kind: exponential, base: 1s, cap: 1s}", "max_attempts: 6"},
+			[]string{"HL002 strategies[0].backoff 5:14", "HL003 strategies[0].backoff.cap 5:49", "HL008 strategies[0].max_attempts 6:19"}},
+	},
+}
+
+// TestLintRuleSteps runs each rule's step table, asserting the rule ids,
+// paths and positions of every finding.
+func TestLintRuleSteps(t *testing.T) {
+	for _, table := range slices.Sorted(mapKeys(lintSteps)) {
+		t.Run(table, func(t *testing.T) {
+			for _, tt := range lintSteps[table] {
+				t.Run(tt.name, func(t *testing.T) {
+					s, err := Parse("x.yaml", []byte(lintYAML(tt.workload, tt.strategy...)))
+					require.NoError(t, err)
+					var got []string
+					for _, f := range Lint(s) {
+						got = append(got, fmt.Sprintf("%s %s %d:%d", f.Rule.ID, f.Path, f.Line, f.Col))
+						assert.Equal(t, "x.yaml", f.File)
+						assert.Empty(t, f.Silenced)
+						assert.NotEmpty(t, f.Msg)
+					}
+					assert.Equal(t, tt.want, got)
+				})
+			}
+		})
+	}
+}
+
+func mapKeys[V any](m map[string]V) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+func TestLintRules(t *testing.T) {
+	idRE := regexp.MustCompile(`^HL\d{3}$`)
+	nameRE := regexp.MustCompile(`^[a-z]+(-[a-z]+)*$`)
+	fires := map[string]bool{}
+	for _, steps := range lintSteps {
+		for _, st := range steps {
+			for _, w := range st.want {
+				fires[strings.Fields(w)[0]] = true
+			}
+		}
+	}
+	seen := map[string]bool{}
+	for i, r := range LintRules {
+		assert.Regexp(t, idRE, r.ID)
+		assert.Regexp(t, nameRE, r.Name)
+		assert.NotEmpty(t, r.Doc, r.ID)
+		assert.False(t, seen[r.ID], "%s is listed twice", r.ID)
+		seen[r.ID] = true
+		if i > 0 {
+			assert.Less(t, LintRules[i-1].ID, r.ID, "LintRules is in id order")
+		}
+		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
+		assert.NotEmpty(t, lintSteps[r.ID], "%s has a step table", r.ID)
+	}
+	assert.Len(t, LintRules, 8)
+}
+
+func TestLintMessages(t *testing.T) {
+	tests := []struct {
+		workload string
+		strategy []string
+		want     []string // what the one finding's Msg contains
+	}{
+		{"{requests: 800}", []string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3"},
+			[]string{"fixed 5s delay, 800 requests, one sender each", "use full-jitter or equal-jitter, or silence HL001 with a reason"}},
+		{"{requests: 50000, senders: 20, workers: 5}", []string{"backoff: {kind: exponential, base: 1s, cap: 60s}", "max_attempts: 3"},
+			[]string{"exponential 1s..1m0s without jitter, 50,000 requests, 20 senders x 5 workers", "wait 1s, 2s, 4s, ...", "silence HL002"}},
+		{oneRequest, []string{"backoff: {kind: full-jitter, base: 5s, cap: 5s}", "max_attempts: 3"},
+			[]string{"full-jitter with cap 5s, not above base 5s", "silence HL003"}},
+		{oneRequest, []string{"backoff: {kind: full-jitter}"},
+			[]string{"no max_attempts, no max_elapsed and no budget", "silence HL004"}},
+		{oneRequest, []string{"backoff: {kind: full-jitter}", "max_attempts: 3", "retry_after: {mode: honor, cap: 72h}"},
+			[]string{"Retry-After mode honor with cap 72h0m0s", "silence HL005"}},
+		{oneRequest, []string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 3", "timeout: 10s", "max_elapsed: 39s"},
+			[]string{"timing out after 10s", "(5s before the first retry, 5s before the last)", "3 attempts take 40s, longer than max_elapsed 39s",
+				"only 2 attempts fit", "lower max_attempts to 2 or raise max_elapsed to 40s", "silence HL006"}},
+		{oneRequest, []string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 2", "timeout: 10s", "max_elapsed: 5s"},
+			[]string{"(5s before the retry)", "not even the first attempt's timeout fits"}},
+		{oneRequest, []string{"backoff: {kind: full-jitter, base: 10s}", "max_attempts: 3", "breaker: {consecutive: 5, open_for: 5s}"},
+			[]string{"breaker open for 5s, shorter than the first backoff wait (full-jitter 10s)", "silence HL007"}},
+		{oneRequest, []string{"backoff: {kind: full-jitter}", "max_attempts: 10"},
+			[]string{"max_attempts 10 without a budget", "up to 10x", "silence HL008"}},
+	}
+	for _, tt := range tests {
+		s, err := Parse("x.yaml", []byte(lintYAML(tt.workload, tt.strategy...)))
+		require.NoError(t, err)
+		findings := Lint(s)
+		require.Len(t, findings, 1, "%v", tt.strategy)
+		for _, w := range tt.want {
+			assert.Contains(t, findings[0].Msg, w)
+		}
+	}
+}
+
+func TestLintSilence(t *testing.T) {
+	data := lintYAML("{requests: 800}", "backoff: {kind: fixed, delay: 5s}", "max_attempts: 6") +
+		"  - name: t\n" +
+		"    backoff: {kind: fixed, delay: 10s}\n" +
+		"    max_attempts: 3\n" +
+		"lint:\n" +
+		"  silence:\n" +
+		"    - {rule: HL001, reason: the article's anti-pattern on purpose}\n"
+	s, err := Parse("x.yaml", []byte(data))
+	require.NoError(t, err)
+	findings := Lint(s)
+	require.Len(t, findings, 3)
+	// A scenario-level silence covers every finding of the rule.
+	assert.Equal(t, "HL001", findings[0].Rule.ID)
+	assert.Equal(t, "the article's anti-pattern on purpose", findings[0].Silenced)
+	assert.Equal(t, "HL008", findings[1].Rule.ID)
+	assert.Empty(t, findings[1].Silenced, "other rules still speak")
+	assert.Equal(t, "HL001", findings[2].Rule.ID)
+	assert.Equal(t, "strategies[1].backoff", findings[2].Path)
+	assert.Equal(t, "the article's anti-pattern on purpose", findings[2].Silenced)
+
+	str := findings[0].String()
+	assert.True(t, strings.HasPrefix(str, "x.yaml:5:14: strategies[0].backoff: HL001 fixed-delay: fixed 5s delay, 800 requests"), str)
+	assert.True(t, strings.HasSuffix(str, "or silence HL001 with a reason (silenced: the article's anti-pattern on purpose)"), str)
+	assert.Equal(t, "x.yaml:6:19: strategies[0].max_attempts: HL008 many-attempts-no-budget: "+findings[1].Msg, findings[1].String())
+}
+
+func TestLintGoScenario(t *testing.T) {
+	// A scenario built in Go has no positions: its findings say so.
+	s := Default()
+	s.Name = "go"
+	s.Workload.Requests = 100
+	st := NewStrategy("fixed")
+	st.Backoff.Kind = BackoffFixed
+	st.Backoff.Delay = time.Second
+	s.Strategies = append(s.Strategies, st)
+	require.NoError(t, s.Validate())
+	findings := Lint(&s)
+	require.Len(t, findings, 2)
+	assert.Equal(t, Finding{Rule: LintRules[0], Path: "strategies[0].backoff", Msg: findings[0].Msg}, findings[0])
+	assert.Equal(t, "HL004", findings[1].Rule.ID)
+	assert.True(t, strings.HasPrefix(findings[0].String(), "strategies[0].backoff: HL001 fixed-delay: fixed 1s delay, 100 requests"))
+}
+
+func TestWorstCase(t *testing.T) {
+	// brute sums the largest waits one by one, in floating point.
+	brute := func(st Strategy, n int) float64 {
+		sum := float64(n) * float64(st.Timeout)
+		for k := 0; k < n-1; k++ {
+			sum += float64(st.Backoff.largestWait(k))
+		}
+		return sum
+	}
+	strategy := func(b Backoff) Strategy {
+		st := NewStrategy("s")
+		st.Timeout = time.Second
+		st.Backoff = b
+		return st
+	}
+	tests := []struct {
+		name string
+		b    Backoff
+		n    int
+		want time.Duration
+	}{
+		{"none", Backoff{Kind: BackoffNone}, 4, 4 * time.Second},
+		{"fixed", Backoff{Kind: BackoffFixed, Delay: 5 * time.Second}, 3, 13 * time.Second},
+		{"exponential", Backoff{Kind: BackoffExponential, Base: time.Second, Cap: 4 * time.Second, Multiplier: 2}, 5, 16 * time.Second},
+		{"full jitter x3", Backoff{Kind: BackoffFullJitter, Base: time.Second, Cap: time.Minute, Multiplier: 3}, 4, 4*time.Second + 13*time.Second},
+		{"equal jitter, multiplier 1", Backoff{Kind: BackoffEqualJitter, Base: time.Second, Cap: time.Minute, Multiplier: 1}, 4, 7 * time.Second},
+		{"proportional", Backoff{Kind: BackoffProportionalJitter, Base: time.Second, Cap: 10 * time.Second, Multiplier: 2, Jitter: 0.5}, 5, 5*time.Second + 20500*time.Millisecond},
+		{"decorrelated", Backoff{Kind: BackoffDecorrelatedJitter, Base: time.Second, Cap: 10 * time.Second}, 5, 5*time.Second + 32*time.Second},
+		{"decorrelated v2", Backoff{Kind: BackoffDecorrelatedJitterV2, Base: time.Second, Cap: 10 * time.Second}, 3, 23 * time.Second},
+		{"one attempt", Backoff{Kind: BackoffFixed, Delay: time.Hour}, 1, time.Second},
+		{"saturates", Backoff{Kind: BackoffExponential, Base: time.Second, Cap: 1 << 62, Multiplier: 2}, math.MaxInt, math.MaxInt64},
+		{"a million attempts at the cap", Backoff{Kind: BackoffFullJitter, Base: time.Second, Cap: time.Minute, Multiplier: 2}, 1_000_000,
+			1_000_000*time.Second + (1+2+4+8+16+32)*time.Second + (1_000_000-1-6)*time.Minute},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			assert.Equal(t, tt.want, strategy(tt.b).worstCase(tt.n))
+		})
+	}
+
+	t.Run("multiplier barely above 1", func(t *testing.T) {
+		// Past lintMaxSteps the sum is a geometric series: it agrees with the
+		// waits summed one by one.
+		for _, kind := range []string{BackoffExponential, BackoffProportionalJitter} {
+			st := strategy(Backoff{Kind: kind, Base: time.Millisecond, Cap: time.Hour, Multiplier: 1.0005, Jitter: 0.2})
+			for _, n := range []int{lintMaxSteps, lintMaxSteps + 2, 10_000, 30_000, 100_000} {
+				assert.InEpsilon(t, brute(st, n), float64(st.worstCase(n)), 1e-9, "%s n=%d", kind, n)
+			}
+		}
+		st := strategy(Backoff{Kind: BackoffExponential, Base: time.Nanosecond, Cap: math.MaxInt64, Multiplier: 1 + 1e-15})
+		assert.Positive(t, st.worstCase(math.MaxInt), "no hang, no overflow")
+	})
+}
+
+// TestLintGolden lints every file of testdata/lint and compares the
+// findings with the golden file beside it; go test -update rewrites the
+// goldens. Together the files make every rule fire, and silence one.
+func TestLintGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/lint/*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	fired := map[string]bool{}
+	silenced := 0
+	for _, file := range files {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			s, err := Load(file)
+			require.NoError(t, err)
+			var b strings.Builder
+			for _, f := range Lint(s) {
+				b.WriteString(f.String() + "\n")
+				fired[f.Rule.ID] = true
+				if f.Silenced != "" {
+					silenced++
+				}
+			}
+			golden := strings.TrimSuffix(file, ".yaml") + ".golden"
+			if *update {
+				require.NoError(t, os.WriteFile(golden, []byte(b.String()), 0o644))
+			}
+			want, err := os.ReadFile(golden)
+			require.NoError(t, err, "run go test ./scenarios -update to create it")
+			assert.Equal(t, string(want), b.String())
+		})
+	}
+	for _, r := range LintRules {
+		assert.True(t, fired[r.ID], "%s fires in a testdata/lint file", r.ID)
+	}
+	assert.Positive(t, silenced, "a testdata/lint file silences a finding")
+}
+
+// TestLintShippedScenarios lints every scenario of the library and logs
+// the findings: the anti-pattern scenarios break rules on purpose, so
+// they are not required to be clean.
+func TestLintShippedScenarios(t *testing.T) {
+	files, err := filepath.Glob("*.yaml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		t.Run(file, func(t *testing.T) {
+			s, err := Load(file)
+			require.NoError(t, err)
+			findings := Lint(s)
+			for i, f := range findings {
+				t.Logf("%s", f)
+				assert.Equal(t, file, f.File)
+				assert.Positive(t, f.Line)
+				assert.Positive(t, f.Col)
+				if i > 0 {
+					p := findings[i-1]
+					assert.True(t, p.Line < f.Line || p.Line == f.Line && (p.Col < f.Col || p.Col == f.Col && p.Rule.ID <= f.Rule.ID),
+						"file order: %s before %s", p, f)
+				}
+			}
+		})
+	}
+}
+
+func FuzzLint(f *testing.F) {
+	for _, dir := range []string{"testdata/lint/*.yaml", "testdata/valid/*.yaml", "*.yaml"} {
+		files, _ := filepath.Glob(dir)
+		for _, file := range files {
+			data, err := os.ReadFile(file)
+			require.NoError(f, err)
+			f.Add(data)
+		}
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		s, err := Parse("fuzz.yaml", data)
+		if err != nil {
+			return
+		}
+		for _, fd := range Lint(s) {
+			require.Positive(t, fd.Line)
+			require.NotEmpty(t, fd.Msg)
+			require.True(t, strings.HasPrefix(fd.Path, "strategies["), fd.Path)
+		}
+	})
+}
+
+func ExampleLint() {
+	s, err := Parse("webhooks.yaml", []byte(`server: {concurrency: 200}
+workload: {requests: 800}
+strategies:
+  - name: fixed-5s
+    backoff: {kind: fixed, delay: 5s}
+    max_attempts: 5
+lint:
+  silence:
+    - {rule: HL001, reason: the article's anti-pattern shown on purpose}
+`))
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, f := range Lint(s) {
+		fmt.Println(f)
+	}
+	// Output:
+	// webhooks.yaml:5:14: strategies[0].backoff: HL001 fixed-delay: fixed 5s delay, 800 requests, one sender each: the requests that fail together retry together 5s later, the same spike each time; use full-jitter or equal-jitter, or silence HL001 with a reason (silenced: the article's anti-pattern shown on purpose)
+}
