@@ -33,6 +33,8 @@ type Check struct {
 	Compare string
 	// Why says what the check shows, for people reading its result.
 	Why string
+
+	figureKeys int // figures written, known or not
 }
 
 // Bound is an interval a figure must lie in: Min <= value <= Max, either
@@ -89,6 +91,7 @@ func (c *Check) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 				c.Why = s
 			}
 		default:
+			c.figureKeys++
 			if !slices.Contains(Figures, key.Value) {
 				d.failAt(key, sub, "unknown figure%s", suggestFigure(key.Value))
 				continue
@@ -138,7 +141,7 @@ func (c *Check) validate(p *problems, s *Scenario, i int) {
 		if c.Strategy != "*" && !slices.Contains(names, c.Strategy) {
 			p.add(path+".strategy", "no strategy %q (the scenario has %s)", c.Strategy, strings.Join(names, ", "))
 		}
-		if len(c.Bounds) == 0 {
+		if c.figureKeys == 0 && len(c.Bounds) == 0 {
 			p.add(path, "bound at least one figure, such as peak_load_ratio: {max: 1.5}")
 		}
 		for _, b := range c.Bounds {
