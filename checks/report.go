@@ -74,11 +74,12 @@ func WriteText(w io.Writer, reports []*Report) error {
 		}
 		tw.Flush()
 		for _, f := range r.Lint {
+			if f.Silenced != "" {
+				fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s silenced: %s\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Silenced)
+				continue
+			}
 			level := "warning"
-			switch {
-			case f.Silenced != "":
-				level = "silenced"
-			case r.Strict:
+			if r.Strict {
 				level = "error"
 			}
 			fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s: %s (%s)\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Message, level)

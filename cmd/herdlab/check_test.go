@@ -52,7 +52,7 @@ func TestCheckStrictLint(t *testing.T) {
 	silenced := writeScenario(t, dir, "silenced.yaml", gated+"lint:\n  silence:\n    - {rule: HL001, reason: the demo's point}\n")
 	code, out, _ = herdlab("check", "--lint", "--strict", silenced)
 	assert.Equal(t, exitOK, code, out)
-	assert.Contains(t, out, "(silenced)")
+	assert.Contains(t, out, "HL001 fixed-delay silenced: the demo's point")
 }
 
 func TestCheckFormats(t *testing.T) {
