@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"github.com/zeontools/herdlab/results"
 	"math"
 	"strconv"
 	"strings"
@@ -143,20 +144,7 @@ func countLabel(x float64) string {
 	if math.Abs(x) < 999.5 {
 		return decimal(x, 3)
 	}
-	s := strconv.FormatFloat(math.Round(x), 'f', 0, 64)
-	neg := strings.HasPrefix(s, "-")
-	s = strings.TrimPrefix(s, "-")
-	var b strings.Builder
-	for i, r := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(r)
-	}
-	if neg {
-		return "-" + b.String()
-	}
-	return b.String()
+	return results.Count(math.Round(x))
 }
 
 // secondsLabel formats a duration in seconds with its 95% half-width when

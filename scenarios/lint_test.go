@@ -434,14 +434,7 @@ func TestLintShippedScenarios(t *testing.T) {
 }
 
 func FuzzLint(f *testing.F) {
-	for _, dir := range []string{"testdata/lint/*.yaml", "testdata/valid/*.yaml", "*.yaml"} {
-		files, _ := filepath.Glob(dir)
-		for _, file := range files {
-			data, err := os.ReadFile(file)
-			require.NoError(f, err)
-			f.Add(data)
-		}
-	}
+	seed(f, "testdata/lint/*.yaml", "testdata/valid/*.yaml", "*.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("fuzz.yaml", data)
 		if err != nil {

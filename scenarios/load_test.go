@@ -217,15 +217,20 @@ func TestTooManyNodes(t *testing.T) {
 	assert.LessOrEqual(t, len(unjoin(err)), maxErrors+1, "problems reported are bounded")
 }
 
-func FuzzParse(f *testing.F) {
-	for _, dir := range []string{"testdata/valid/*.yaml", "testdata/invalid/*.yaml", "*.yaml"} {
-		files, _ := filepath.Glob(dir)
+// seed adds every file matching the patterns to the fuzz corpus.
+func seed(f *testing.F, patterns ...string) {
+	for _, pattern := range patterns {
+		files, _ := filepath.Glob(pattern)
 		for _, file := range files {
 			data, err := os.ReadFile(file)
 			require.NoError(f, err)
 			f.Add(data)
 		}
 	}
+}
+
+func FuzzParse(f *testing.F) {
+	seed(f, "testdata/valid/*.yaml", "testdata/invalid/*.yaml", "*.yaml")
 	f.Fuzz(func(t *testing.T, data []byte) {
 		s, err := Parse("fuzz.yaml", data)
 		if err != nil {

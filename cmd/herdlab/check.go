@@ -32,9 +32,7 @@ one fails, 2 for bad input. Lint findings are warnings unless --strict.`,
 		fs.Bool("strict", false, "lint findings that are not silenced fail the check")
 		fs.String("baseline", "", "also fail when a figure regresses from the baseline DIR/NAME.json (see run --save-baseline)")
 		fs.Float64("tolerance", 0.05, "how much worse than the baseline a figure may get, as a fraction")
-		fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
-		fs.Uint64("seed", 0, "seed of the scenario (default: the scenario's seed)")
-		fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
+		simulationFlags(fs)
 	},
 	run: checkScenarios,
 }
@@ -122,6 +120,14 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// simulationFlags adds the flags of the commands that simulate: --runs,
+// --seed (see override) and --parallel.
+func simulationFlags(fs *flag.FlagSet) {
+	fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
+	fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
+	fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
 }
 
 // override applies --runs and --seed to the scenarios and validates them

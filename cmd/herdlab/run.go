@@ -31,10 +31,8 @@ nothing.`,
 	usage: "FILE.yaml... [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.StringP("out", "o", "", "output folder (default out/NAME)")
-		fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
-		fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
 		fs.StringArray("strategy", nil, "run only this strategy (repeatable; default all)")
-		fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
+		simulationFlags(fs)
 		fs.String("format", "png", "chart format: png or svg")
 		fs.Bool("overlay", false, "load chart: strategies overlaid on one axis instead of a panel each")
 		fs.Bool("no-charts", false, "write no charts")
