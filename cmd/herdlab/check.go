@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	flag "github.com/spf13/pflag"
 
@@ -66,8 +63,7 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		return exitBadInput
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := c.ctx
 	var reports []*checks.Report
 	failed := 0
 	for i, sc := range loaded {

@@ -6,12 +6,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"runtime/debug"
 	"sort"
 	"strings"
+	"syscall"
 
 	flag "github.com/spf13/pflag"
 )
@@ -34,25 +37,32 @@ type command struct {
 	run     func(c *cli, fs *flag.FlagSet) int
 }
 
-// cli is what every command writes to.
+// cli is what every command writes to, and the context that SIGINT and
+// SIGTERM cancel.
 type cli struct {
+	ctx            context.Context
 	stdout, stderr io.Writer
 }
 
 var commands = map[string]*command{
 	"check":    checkCmd,
+	"serve":    serveCmd,
 	"run":      runCmd,
 	"validate": validateCmd,
 	"version":  versionCmd,
 }
 
 func main() {
-	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
 }
 
-// run runs the command line args and returns the exit code.
-func run(args []string, stdout, stderr io.Writer) int {
-	c := &cli{stdout: stdout, stderr: stderr}
+// run runs the command line args until ctx is done and returns the exit
+// code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	c := &cli{ctx: ctx, stdout: stdout, stderr: stderr}
 	if len(args) == 0 {
 		c.usage(stderr)
 		return exitBadInput

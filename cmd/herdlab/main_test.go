@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"strings"
 	"testing"
 
@@ -11,7 +12,7 @@ import (
 // herdlab runs the command line and returns its exit code and outputs.
 func herdlab(args ...string) (code int, stdout, stderr string) {
 	var out, errOut bytes.Buffer
-	code = run(args, &out, &errOut)
+	code = run(context.Background(), args, &out, &errOut)
 	return code, out.String(), errOut.String()
 }
 

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 
 	flag "github.com/spf13/pflag"
 
@@ -74,8 +71,7 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		}
 	}
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+	ctx := c.ctx
 	for i, sc := range loaded {
 		dir := filepath.Join("out", sc.Name)
 		switch {

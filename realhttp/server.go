@@ -1,0 +1,742 @@
+package realhttp
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// ServerOptions configures a Server. The zero value is usable: time scale
+// 1, no request log, an in-memory idempotency store, seed 0, a 64 KiB
+// body limit.
+type ServerOptions struct {
+	// TimeScale multiplies every duration of the scenario on the wall
+	// clock: with 0.1, a 30 s outage takes 3 s and a 100 ms service
+	// time 10 ms. 0 means 1; it must be positive and finite.
+	//
+	// Retry-After hints are written in scenario seconds whatever the
+	// scale, so that whole-second hints survive compression: a 2 s hint
+	// at scale 0.01 is written "2", and the driver waits 20 ms. An
+	// HTTP-date hint is the response's Date header (the real wall clock,
+	// to the second) plus the hint in scenario seconds: at scale 1 it is
+	// a true date; at any other scale only its offset from Date means
+	// something, and a client must parse it against Date, as
+	// strategies.ParseRetryAfter(value, date) does, not against its own
+	// clock.
+	TimeScale float64
+	// Log, when set, receives the request log: one JSON object per line
+	// and per attempt that reached the handler (a refused connection
+	// never does), written when the attempt's outcome is known, each
+	// line with one Write call under a mutex. See ServerLogLine.
+	Log io.Writer
+	// Store keeps idempotency keys; nil means NewMemoryStore().
+	Store IdempotencyStore
+	// Seed seeds service times (PCG stream 2), random failures and
+	// response loss (stream 4), as the simulator does. Real concurrency
+	// orders the draws, so a run is not reproducible draw for draw.
+	Seed uint64
+	// MaxBody bounds a request body in bytes; a longer one is answered
+	// 413 and is not an attempt. 0 means 64 KiB.
+	MaxBody int64
+}
+
+// ErrServerModel is returned by NewServer for a scenario whose server
+// model the test server does not implement (model occ).
+var ErrServerModel = errors.New("realhttp: the test server implements only the queue server model")
+
+// ServerReasonHeader names the response header in which the server says
+// why it answered as it did: a ServerLogLine reason (processed, cached,
+// in_progress, outage, overload, failure, rate_limit...).
+const ServerReasonHeader = "Herdlab-Reason"
+
+// The request headers the server reads; the driver sends them.
+const (
+	serverKeyHeader     = "Idempotency-Key"
+	serverAttemptHeader = "Herdlab-Attempt" // attempt number, from 1
+	serverRequestHeader = "Herdlab-Request" // the request's index in the workload
+	serverPlannedHeader = "Herdlab-Planned" // when the attempt was due, scenario ns
+)
+
+// Defaults and limits of the HTTP server.
+const (
+	serverDefaultAddr    = "127.0.0.1:0"
+	serverDefaultMaxBody = 64 << 10
+	serverMaxHeaderBytes = 64 << 10
+	// serverReadHeaderTimeout and serverReadTimeout bound how long a
+	// client may take to send its headers and its whole request (a body
+	// of at most 64 KiB by default): slow senders cannot hold
+	// connections for free.
+	serverReadHeaderTimeout = 5 * time.Second
+	serverReadTimeout       = 30 * time.Second
+	// serverIdleTimeout closes keep-alive connections idle that long.
+	serverIdleTimeout = 60 * time.Second
+	// serverWriteSlack is the time allowed to write one response: the
+	// write deadline is pushed to now + serverWriteSlack right before
+	// an answer is written, so time spent queued never eats into it.
+	serverWriteSlack = 10 * time.Second
+	// serverStoreTimeout bounds one call to the idempotency store.
+	serverStoreTimeout = 5 * time.Second
+	// serverWarmupSteps is how many times capacity grows during a
+	// warmup, as in the simulator.
+	serverWarmupSteps = 100
+)
+
+// Server is the test server: an HTTP server that enforces a scenario's
+// server section (the queue model) on the wall clock, everything timed
+// from Start and multiplied by ServerOptions.TimeScale, as the simulator
+// does on its virtual clock:
+//
+//   - Concurrency slots: a request holds a slot for its service time,
+//     drawn from the scenario's distribution plus slowdown x requests in
+//     service when it starts, sleeping on a timer. Requests beyond the
+//     slots wait in a FIFO queue, bounded or not; one beyond a full queue
+//     is answered 503 at once.
+//   - Outages: refuse closes the listening socket for the window
+//     (connections are refused; established ones are not killed, but idle
+//     keep-alive connections are closed and a request that still arrives
+//     on an old connection has its connection reset), and re-opens it on
+//     the same address when the window ends; timeout holds each request
+//     without an answer until its client gives up, or until the outage's
+//     end plus the scenario's longest strategy timeout, when the
+//     connection is closed without an answer; error answers 503 at once.
+//   - Warmup after each outage, random failures (503), a token-bucket
+//     rate limit (429 with Retry-After), response loss (the request is
+//     processed, then its connection reset without an answer),
+//     drop_expired (queued work whose client has gone is skipped when it
+//     reaches a slot).
+//   - Idempotency by the Idempotency-Key header (see IdempotencyStore).
+//   - GET /metrics (Prometheus, on a private registry) and a JSON-lines
+//     request log (see ServerLogLine).
+//
+// Every answer carries a ServerReasonHeader. A Server is safe for
+// concurrent use; it serves once: Start, then Shutdown.
+type Server struct {
+	sc      *scenarios.Scenario
+	srv     *scenarios.Server
+	scale   float64
+	store   IdempotencyStore
+	maxBody int64
+	holdCap time.Duration // scenario time a timeout outage holds a request after it ends
+	format  strategies.RetryAfterFormat
+	service serverSampler
+	mux     *http.ServeMux
+	metrics *serverMetrics
+	logMu   sync.Mutex
+	log     io.Writer
+	keyLock [64]sync.Mutex // serialises the check-and-mark of a key's processing
+
+	// release is closed when Shutdown begins: requests held by a
+	// timeout outage end. quit is closed when Shutdown gives up waiting:
+	// every request still at the server ends at once.
+	release, quit         chan struct{}
+	releaseOnce, quitOnce sync.Once
+
+	clockOnce sync.Once
+	edgeMu    sync.Mutex // serialises the clock's ticks, listener changes included
+
+	mu       sync.Mutex // guards what follows
+	start    time.Time  // scenario time 0 on the wall clock
+	edges    []serverEdge
+	next     int // the next edge to carry out
+	timer    *time.Timer
+	gen      int  // clock generation: a stale tick does nothing
+	stopped  bool // the clock is stopped for good (Shutdown)
+	stopping bool
+	started  bool
+	active   int           // requests in the handler
+	idle     chan struct{} // closed when active drops to 0 while stopping
+	busy     int           // requests in service
+	slots    int           // concurrency, -1 unlimited
+	qlimit   int           // queue bound, -1 unlimited
+	qhead    *serverWaiter
+	qtail    *serverWaiter
+	qlen     int
+	held     int // requests held by a timeout outage
+	tokens   float64
+	tokensAt time.Duration
+	rServe   *rand.Rand
+	rFault   *rand.Rand
+	lastID   uint64
+	http     *http.Server
+	ln       *serverListener
+	served   chan struct{} // closed when http.Server.Serve returns
+
+	counts     [serverOutcomes][serverNumReasons]atomic.Int64
+	processed  atomic.Int64
+	duplicates atomic.Int64
+	wasted     atomic.Int64
+	lost       atomic.Int64
+	dropped    atomic.Int64
+	storeErrs  atomic.Int64
+}
+
+// NewServer returns a server for the scenario sc, which must be valid and
+// of the queue model (ErrServerModel otherwise). It does not listen yet;
+// its scenario clock starts now and restarts at Start.
+func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
+	if sc == nil {
+		return nil, errors.New("realhttp: NewServer: nil scenario")
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("realhttp: NewServer: invalid scenario: %w", err)
+	}
+	if sc.Server.Model == scenarios.ModelOCC {
+		return nil, fmt.Errorf("%w (scenario %s has model occ)", ErrServerModel, sc.Name)
+	}
+	scale := opts.TimeScale
+	if scale == 0 {
+		scale = 1
+	}
+	if !(scale > 0) || math.IsInf(scale, 1) {
+		return nil, fmt.Errorf("realhttp: NewServer: time scale must be positive and finite, got %v", opts.TimeScale)
+	}
+	if opts.MaxBody < 0 {
+		return nil, fmt.Errorf("realhttp: NewServer: MaxBody must be >= 0, got %d", opts.MaxBody)
+	}
+	s := &Server{
+		sc:      sc,
+		srv:     &sc.Server,
+		scale:   scale,
+		store:   opts.Store,
+		maxBody: opts.MaxBody,
+		holdCap: serverHoldCap(sc),
+		service: newServerSampler(&sc.Server.ServiceTime),
+		log:     opts.Log,
+		release: make(chan struct{}),
+		quit:    make(chan struct{}),
+		start:   time.Now(),
+		edges:   serverEdges(&sc.Server),
+		slots:   int(sc.Server.Concurrency),
+		qlimit:  int(sc.Server.Queue),
+		rServe:  rand.New(rand.NewPCG(opts.Seed, 2)),
+		rFault:  rand.New(rand.NewPCG(opts.Seed, 4)),
+	}
+	if s.store == nil {
+		s.store = NewMemoryStore()
+	}
+	if s.maxBody == 0 {
+		s.maxBody = serverDefaultMaxBody
+	}
+	if sc.Server.Concurrency.Unlimited() {
+		s.slots = -1
+	}
+	if sc.Server.Queue.Unlimited() {
+		s.qlimit = -1
+	}
+	if rl := sc.Server.RateLimit; rl != nil {
+		s.tokens = float64(rl.Burst)
+		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format) // validated
+	}
+	s.metrics = newServerMetrics(s)
+	s.mux = http.NewServeMux()
+	s.mux.HandleFunc("POST /", s.serveWork)
+	s.mux.Handle("GET /metrics", s.metrics.handler())
+	return s, nil
+}
+
+// serverHoldCap is how long after a timeout outage ends a request that
+// arrived during it is still held: the longest per-attempt timeout of the
+// scenario's strategies, so that every client following one of them
+// gives up first; scenarios.DefaultTimeout if none has a timeout.
+func serverHoldCap(sc *scenarios.Scenario) time.Duration {
+	var hold time.Duration
+	for i := range sc.Strategies {
+		hold = max(hold, sc.Strategies[i].Timeout)
+	}
+	if hold <= 0 {
+		return scenarios.DefaultTimeout
+	}
+	return hold
+}
+
+// Start listens on addr and serves in the background; the scenario clock
+// starts now. An empty addr means 127.0.0.1:0 (a free port on loopback),
+// and an addr without a host (":8080") binds 127.0.0.1 too: to listen on
+// every interface, say so (0.0.0.0:8080). Start fails when called twice
+// or after Shutdown.
+func (s *Server) Start(addr string) error {
+	if addr == "" {
+		addr = serverDefaultAddr
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: Start: bad address %q: %w", addr, err)
+	}
+	if host == "" {
+		addr = net.JoinHostPort("127.0.0.1", port)
+	}
+	s.mu.Lock()
+	if s.started || s.stopped {
+		s.mu.Unlock()
+		return errors.New("realhttp: Start: the server has already been started or shut down")
+	}
+	s.started = true
+	s.mu.Unlock()
+
+	ln, err := newServerListener(addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: Start: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           s.mux,
+		ReadHeaderTimeout: serverReadHeaderTimeout,
+		ReadTimeout:       serverReadTimeout,
+		WriteTimeout:      s.writeTimeout(),
+		IdleTimeout:       serverIdleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+	}
+	s.mu.Lock()
+	s.http, s.ln = hs, ln
+	s.served = make(chan struct{})
+	s.mu.Unlock()
+	s.clockOnce.Do(func() {})
+	s.restartClock(true) // an outage at 0 closes the listener before anyone dials
+	go func() {
+		defer close(s.served)
+		_ = hs.Serve(ln) // ErrServerClosed after Shutdown; Accept errors are retried by net/http
+	}()
+	return nil
+}
+
+// writeTimeout is the http.Server's WriteTimeout: the longest a request
+// plausibly spends at the server (a long service time, with slowdown at
+// full concurrency, or a timeout outage's hold), scaled, plus
+// serverWriteSlack. Time in the queue is unbounded, so each answer also
+// pushes the deadline to now + serverWriteSlack before it is written.
+func (s *Server) writeTimeout() time.Duration {
+	bound := s.service.bound()
+	if n := s.srv.Concurrency; !n.Unlimited() {
+		bound += s.srv.Slowdown * time.Duration(n)
+	}
+	longest := max(bound, s.holdCap+s.longestOutage())
+	return serverWriteSlack + s.real(longest)
+}
+
+func (s *Server) longestOutage() time.Duration {
+	var d time.Duration
+	for _, o := range s.srv.Outages {
+		d = max(d, o.Duration)
+	}
+	return d
+}
+
+// Addr returns the host:port the server listens on, or "" before Start.
+// It stays the same through refuse outages.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ln == nil {
+		return ""
+	}
+	return s.ln.addr
+}
+
+// URL returns http://host:port/, or "" before Start.
+func (s *Server) URL() string {
+	addr := s.Addr()
+	if addr == "" {
+		return ""
+	}
+	return "http://" + addr + "/"
+}
+
+// Handler returns the server's handler: the work (POST to any path) and
+// GET /metrics. It may be served by another server, such as
+// httptest.NewServer; the scenario clock then runs from NewServer, and
+// since a handler cannot refuse connections, a request during a refuse
+// outage has its connection reset instead.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// Shutdown stops the server gracefully: it stops the scenario clock,
+// ends the requests held by a timeout outage (their connections are
+// closed without an answer, as the outage would), stops accepting
+// connections, and waits for the requests in service or queued to be
+// answered. When ctx ends first, every request still at the server is
+// cut short, its connection closed, and Shutdown returns ctx's error.
+// No goroutine of the server survives it. Shutdown without Start (a
+// server used through Handler) waits for the handler's requests the
+// same way; later requests are answered 503.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.edgeMu.Lock()
+	s.mu.Lock()
+	s.gen++
+	s.stopped = true
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	hs := s.http
+	s.mu.Unlock()
+	s.edgeMu.Unlock()
+	s.releaseOnce.Do(func() { close(s.release) })
+
+	var err error
+	if hs != nil {
+		err = hs.Shutdown(ctx)
+	}
+	if err == nil {
+		err = s.waitIdle(ctx)
+	}
+	if err != nil {
+		s.quitOnce.Do(func() { close(s.quit) })
+		if hs != nil {
+			_ = hs.Close()
+		}
+		_ = s.waitIdle(context.Background()) // quick: every wait ends on quit
+	}
+	s.quitOnce.Do(func() { close(s.quit) })
+	if hs != nil {
+		<-s.served
+	}
+	return err
+}
+
+// waitIdle marks the server stopping (new requests are answered 503) and
+// waits until no request is in the handler, or ctx ends.
+func (s *Server) waitIdle(ctx context.Context) error {
+	s.mu.Lock()
+	s.stopping = true
+	if s.idle == nil {
+		s.idle = make(chan struct{})
+		if s.active == 0 {
+			close(s.idle)
+		}
+	}
+	idle := s.idle
+	s.mu.Unlock()
+	select {
+	case <-idle:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// ServerStats are the server's counts since NewServer (see Server.Stats).
+type ServerStats struct {
+	// Attempts counts the attempts that reached the handler and have an
+	// outcome; refused connections never reach it.
+	Attempts int64
+	// ByOutcome and ByReason count them by outcome (success, timeout,
+	// reset, 5xx, 429) and by reason (see ServerLogLine). Only non-zero
+	// counts are present.
+	ByOutcome map[string]int64
+	ByReason  map[string]int64
+	// Processed counts the requests processed (their service time
+	// served); Duplicates those processed again for a key already
+	// processed (only without server idempotency); Wasted those
+	// processed for a client that had gone; Lost the answers dropped on
+	// purpose (response loss); Dropped the queued requests skipped by
+	// drop_expired; StoreErrors the failed calls to the idempotency
+	// store.
+	Processed, Duplicates, Wasted, Lost, Dropped, StoreErrors int64
+	// InFlight is the number of requests in service now, Queued waiting
+	// for a slot, Held held without an answer by a timeout outage.
+	InFlight, Queued, Held int
+}
+
+// Stats returns the server's counts now.
+func (s *Server) Stats() ServerStats {
+	st := ServerStats{
+		ByOutcome:   map[string]int64{},
+		ByReason:    map[string]int64{},
+		Processed:   s.processed.Load(),
+		Duplicates:  s.duplicates.Load(),
+		Wasted:      s.wasted.Load(),
+		Lost:        s.lost.Load(),
+		Dropped:     s.dropped.Load(),
+		StoreErrors: s.storeErrs.Load(),
+	}
+	for o := range serverOutcomes {
+		for r := range serverNumReasons {
+			if n := s.counts[o][r].Load(); n > 0 {
+				st.Attempts += n
+				st.ByOutcome[strategies.Outcome(o).String()] += n
+				st.ByReason[serverReason(r).String()] += n
+			}
+		}
+	}
+	s.mu.Lock()
+	st.InFlight, st.Queued, st.Held = s.busy, s.qlen, s.held
+	s.mu.Unlock()
+	return st
+}
+
+// now returns the scenario time: the wall time since start, divided by
+// the scale. The caller holds s.mu.
+func (s *Server) nowLocked() time.Duration {
+	return time.Duration(float64(time.Since(s.start)) / s.scale)
+}
+
+// real returns the wall-clock length of the scenario duration d.
+func (s *Server) real(d time.Duration) time.Duration {
+	return time.Duration(float64(d) * s.scale)
+}
+
+// The kinds of clock edge.
+const (
+	serverEdgeDown     uint8 = iota // a refuse outage starts: close the listener
+	serverEdgeUp                    // a refuse outage ends: re-open it
+	serverEdgeCapacity              // capacity grows (a warmup step): start queued work
+)
+
+// serverEdge is a scenario time at which the server changes.
+type serverEdge struct {
+	at   time.Duration
+	kind uint8
+}
+
+// serverEdges lists the changes of srv's outages and warmups in time
+// order.
+func serverEdges(srv *scenarios.Server) []serverEdge {
+	var edges []serverEdge
+	for _, o := range srv.Outages {
+		if o.Mode == scenarios.Refuse {
+			edges = append(edges, serverEdge{o.Start, serverEdgeDown}, serverEdge{o.End(), serverEdgeUp})
+		}
+		edges = append(edges, serverEdge{o.End(), serverEdgeCapacity})
+		if wu := srv.Warmup; wu.Duration > 0 {
+			for i := 1; i <= serverWarmupSteps; i++ {
+				edges = append(edges, serverEdge{o.End() + wu.Duration*time.Duration(i)/serverWarmupSteps, serverEdgeCapacity})
+			}
+		}
+	}
+	// Outages are in order without overlap, so edges are sorted but for
+	// the warmup of one outage running into the next. Stable: an up and
+	// a down at the same instant keep their order, and the listener the
+	// state of the later outage.
+	slices.SortStableFunc(edges, func(a, b serverEdge) int { return cmp.Compare(a.at, b.at) })
+	return edges
+}
+
+// restartClock starts the scenario clock's timer from the first edge
+// (resetting the clock's origin to now if reset), carrying out at once
+// every edge already due.
+func (s *Server) restartClock(reset bool) {
+	s.edgeMu.Lock()
+	s.mu.Lock()
+	if s.stopped {
+		s.mu.Unlock()
+		s.edgeMu.Unlock()
+		return
+	}
+	if reset {
+		s.start = time.Now()
+	}
+	s.gen++
+	if s.timer != nil {
+		s.timer.Stop()
+		s.timer = nil
+	}
+	s.next = 0
+	gen := s.gen
+	s.mu.Unlock()
+	s.edgeMu.Unlock()
+	s.tick(gen)
+}
+
+// tick carries out the edges that are due and arms the timer for the
+// next one. Ticks run one at a time.
+func (s *Server) tick(gen int) {
+	s.edgeMu.Lock()
+	defer s.edgeMu.Unlock()
+	s.mu.Lock()
+	if gen != s.gen {
+		s.mu.Unlock()
+		return
+	}
+	now := s.nowLocked()
+	listener := -1 // 0 down, 1 up: the last listener edge due
+	capacity := false
+	for s.next < len(s.edges) && s.edges[s.next].at <= now {
+		switch e := s.edges[s.next]; e.kind {
+		case serverEdgeDown:
+			listener = 0
+		case serverEdgeUp:
+			listener = 1
+		default:
+			capacity = true
+		}
+		s.next++
+	}
+	if capacity {
+		s.startQueuedLocked(now)
+	}
+	if s.next < len(s.edges) {
+		wait := time.Until(s.start.Add(s.real(s.edges[s.next].at)))
+		s.timer = time.AfterFunc(max(wait, 0), func() { s.tick(gen) })
+	}
+	hs, ln := s.http, s.ln
+	s.mu.Unlock()
+	if ln == nil || listener < 0 {
+		return
+	}
+	if listener == 0 {
+		ln.set(false)
+		hs.SetKeepAlivesEnabled(false) // closes idle keep-alive connections
+	} else {
+		hs.SetKeepAlivesEnabled(true)
+		ln.set(true)
+	}
+}
+
+// capacityLocked returns how many requests may be in service at scenario
+// time now: the concurrency, ramped up after each outage by the warmup
+// in serverWarmupSteps steps, at least 1 (as in the simulator).
+func (s *Server) capacityLocked(now time.Duration) int {
+	if s.slots < 0 {
+		return math.MaxInt
+	}
+	wu := s.srv.Warmup
+	if wu.Duration == 0 {
+		return s.slots
+	}
+	for i := len(s.srv.Outages) - 1; i >= 0; i-- {
+		end := s.srv.Outages[i].End()
+		if now < end {
+			continue
+		}
+		since := now - end
+		if since >= wu.Duration {
+			break
+		}
+		step := float64(since*serverWarmupSteps/wu.Duration) / serverWarmupSteps
+		frac := wu.From + (1-wu.From)*step
+		return max(1, int(frac*float64(s.slots)))
+	}
+	return s.slots
+}
+
+// outageAt returns the outage in force at scenario time t, if any.
+func (s *Server) outageAt(t time.Duration) (scenarios.Outage, bool) {
+	for _, o := range s.srv.Outages {
+		if t < o.Start {
+			break
+		}
+		if t < o.End() {
+			return o, true
+		}
+	}
+	return scenarios.Outage{}, false
+}
+
+// takeTokenLocked takes a token from the rate limit's bucket at scenario
+// time now. Without one it returns the Retry-After hint in scenario
+// time: the fixed hint, or the time until a token is free.
+func (s *Server) takeTokenLocked(now time.Duration) (hint time.Duration, ok bool) {
+	rl := s.srv.RateLimit
+	s.tokens = min(float64(rl.Burst), s.tokens+(now-s.tokensAt).Seconds()*rl.Rate)
+	s.tokensAt = now
+	if s.tokens >= 1 {
+		s.tokens--
+		return 0, true
+	}
+	if rl.RetryAfter > 0 {
+		return time.Duration(rl.RetryAfter), false
+	}
+	return time.Duration((1 - s.tokens) / rl.Rate * float64(time.Second)), false
+}
+
+// startServiceLocked takes a slot and returns the service time of the
+// request that starts now, in scenario time: a draw from the
+// distribution plus slowdown x the requests already in service.
+func (s *Server) startServiceLocked() time.Duration {
+	d := s.service.sample(s.rServe) + s.srv.Slowdown*time.Duration(s.busy)
+	s.busy++
+	return d
+}
+
+// startQueuedLocked starts queued requests, oldest first, while slots
+// are free; with drop_expired, one whose client has gone is skipped.
+func (s *Server) startQueuedLocked(now time.Duration) {
+	for s.qhead != nil && s.busy < s.capacityLocked(now) {
+		w := s.qhead
+		s.qhead = w.next
+		if s.qhead == nil {
+			s.qtail = nil
+		}
+		s.qlen--
+		w.next = nil
+		if s.srv.DropExpired && w.ctx.Err() != nil {
+			w.dropped = true
+		} else {
+			w.service = s.startServiceLocked()
+		}
+		close(w.ready)
+	}
+}
+
+// serverWaiter is a request waiting in the queue for a slot.
+type serverWaiter struct {
+	ctx     context.Context
+	ready   chan struct{} // closed when the request gets a slot or is dropped
+	service time.Duration // its service time, set with the slot
+	dropped bool          // skipped by drop_expired
+	next    *serverWaiter
+}
+
+// serverSampler draws durations from a scenario distribution, as the
+// simulator's sampler does.
+type serverSampler struct {
+	dist scenarios.Dist
+	a, b float64 // lognormal: mu and sigma of the log
+}
+
+func newServerSampler(d *scenarios.Dist) serverSampler {
+	s := serverSampler{dist: *d}
+	if d.Kind == scenarios.Lognormal {
+		// A lognormal of mean m and standard deviation sd has
+		// sigma^2 = ln(1 + sd^2/m^2) and mu = ln m - sigma^2/2.
+		m, sd := float64(d.Mean), float64(d.StdDev)
+		sigma2 := math.Log1p(sd * sd / (m * m))
+		s.a, s.b = math.Log(m)-sigma2/2, math.Sqrt(sigma2)
+	}
+	return s
+}
+
+// sample draws one duration; constant draws nothing from r.
+func (s serverSampler) sample(r *rand.Rand) time.Duration {
+	d := s.dist
+	switch d.Kind {
+	case scenarios.Constant:
+		return d.Mean
+	case scenarios.Exponential:
+		return time.Duration(r.ExpFloat64() * float64(d.Mean))
+	case scenarios.UniformDist:
+		return d.Min + time.Duration(r.Float64()*float64(d.Max-d.Min))
+	case scenarios.Lognormal:
+		return time.Duration(math.Exp(s.a + s.b*r.NormFloat64()))
+	case scenarios.Normal:
+		return time.Duration(math.Abs(float64(d.Mean) + float64(d.StdDev)*r.NormFloat64()))
+	}
+	return 0
+}
+
+// bound returns a service time that draws almost never exceed: the
+// constant, the uniform's max, and for the unbounded distributions a
+// point far in the tail (mean x 10, or mean + 10 standard deviations).
+func (s serverSampler) bound() time.Duration {
+	d := s.dist
+	switch d.Kind {
+	case scenarios.Constant:
+		return d.Mean
+	case scenarios.UniformDist:
+		return d.Max
+	case scenarios.Exponential:
+		return 10 * d.Mean
+	}
+	return d.Mean + 10*d.StdDev + 10*d.Mean
+}

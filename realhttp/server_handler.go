@@ -1,0 +1,409 @@
+package realhttp
+
+import (
+	"context"
+	"errors"
+	"hash/maphash"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// serverAttempt is one attempt at the handler: what it carried and what
+// came of it.
+type serverAttempt struct {
+	id         uint64        // the server's number for it, from 1
+	arrived    time.Duration // scenario time it reached the handler
+	wall       time.Time
+	key        string
+	attempt    int
+	request    int64
+	hasRequest bool
+	planned    int64
+	hasPlanned bool
+	outcome    strategies.Outcome
+	reason     serverReason
+	duplicate  bool
+	wasted     bool
+	service    time.Duration // scenario time it held a slot
+}
+
+// serverKeySeed hashes keys onto Server.keyLock.
+var serverKeySeed = maphash.MakeSeed()
+
+// serveWork is the work handler: one attempt, through the scenario's
+// server model, in the simulator's order: outage, rate limit,
+// idempotency cache, random failure, slot or queue, service, response
+// loss.
+func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
+	s.clockOnce.Do(func() { s.restartClock(false) }) // a handler served without Start
+	if !s.enter() {
+		w.Header().Set(ServerReasonHeader, serverReasonShutdown.String())
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	defer s.leave()
+	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
+		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
+			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+		}
+		return // else the client went away while sending
+	}
+	a := &serverAttempt{wall: time.Now(), key: r.Header.Get(serverKeyHeader)}
+	if n, err := strconv.Atoi(r.Header.Get(serverAttemptHeader)); err == nil {
+		a.attempt = n
+	}
+	if n, err := strconv.ParseInt(r.Header.Get(serverRequestHeader), 10, 64); err == nil {
+		a.request, a.hasRequest = n, true
+	}
+	if n, err := strconv.ParseInt(r.Header.Get(serverPlannedHeader), 10, 64); err == nil {
+		a.planned, a.hasPlanned = n, true
+	}
+
+	// Outage and rate limit, at arrival.
+	s.mu.Lock()
+	now := s.nowLocked()
+	s.lastID++
+	a.id, a.arrived = s.lastID, now
+	outage, down := s.outageAt(now)
+	var hint time.Duration
+	throttled := false
+	if !down && s.srv.RateLimit != nil {
+		var ok bool
+		hint, ok = s.takeTokenLocked(now)
+		throttled = !ok
+	}
+	s.mu.Unlock()
+	switch {
+	case down && outage.Mode == scenarios.Refuse:
+		// Only a connection opened before the outage gets here (or
+		// a handler served by another server): reset it.
+		s.abort(w, a, strategies.Reset, serverReasonOutage)
+		return
+	case down && outage.Mode == scenarios.ErrorMode:
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonOutage)
+		return
+	case down:
+		s.hold(w, r, a, outage)
+		return
+	case throttled:
+		s.throttle(w, a, hint)
+		return
+	}
+
+	// The idempotency cache answers a key it has seen.
+	ctx := context.WithoutCancel(r.Context())
+	if s.srv.Idempotency && a.key != "" {
+		if s.cached(w, ctx, a) {
+			return
+		}
+	}
+
+	// A random failure, a slot, or the queue.
+	s.mu.Lock()
+	now = s.nowLocked()
+	if p := s.srv.FailureProbability; p > 0 && s.rFault.Float64() < p {
+		s.mu.Unlock()
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonFailure)
+		return
+	}
+	s.startQueuedLocked(now) // capacity may have grown since the last edge
+	var waiter *serverWaiter
+	switch {
+	case s.qhead == nil && s.busy < s.capacityLocked(now):
+		a.service = s.startServiceLocked()
+	case s.qlimit >= 0 && s.qlen >= s.qlimit:
+		s.mu.Unlock()
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonOverload)
+		return
+	default:
+		waiter = &serverWaiter{ctx: r.Context(), ready: make(chan struct{})}
+		if s.qtail != nil {
+			s.qtail.next = waiter
+		} else {
+			s.qhead = waiter
+		}
+		s.qtail = waiter
+		s.qlen++
+	}
+	s.mu.Unlock()
+	if waiter != nil {
+		select {
+		case <-waiter.ready:
+		case <-s.quit:
+			s.leaveQueue(waiter)
+			s.abort(w, a, strategies.Reset, serverReasonShutdown)
+			return
+		}
+		if waiter.dropped {
+			s.dropped.Add(1)
+			s.metrics.dropped.Inc()
+			s.abort(w, a, strategies.Timeout, serverReasonOverload)
+			return
+		}
+		a.service = waiter.service
+	}
+	s.serve(w, r, ctx, a)
+}
+
+// serve processes attempt a, which holds a slot for its service time a.service.
+func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, a *serverAttempt) {
+	if s.srv.Idempotency && a.key != "" {
+		sctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
+		fresh, err := s.store.Begin(sctx, a.key)
+		cancel()
+		if err != nil || !fresh {
+			s.endService()
+			if err != nil {
+				s.storeErrs.Add(1)
+				s.answer(w, a, http.StatusServiceUnavailable, serverReasonStoreError)
+			} else if !s.cached(w, ctx, a) { // begun by another attempt since arrival
+				s.answer(w, a, http.StatusServiceUnavailable, serverReasonInProgress)
+			}
+			return
+		}
+	}
+	if d := s.real(a.service); d > 0 {
+		t := time.NewTimer(d)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+			s.endService()
+			s.abort(w, a, strategies.Reset, serverReasonShutdown)
+			return
+		}
+	}
+	s.endService()
+	s.processed.Add(1)
+	s.metrics.processed.Inc()
+	if a.key != "" {
+		a.duplicate = s.markProcessed(ctx, a.key)
+		if a.duplicate {
+			s.duplicates.Add(1)
+			s.metrics.duplicates.Inc()
+		}
+	}
+	lost := false
+	if p := s.srv.ResponseLoss; p > 0 {
+		s.mu.Lock()
+		lost = s.rFault.Float64() < p
+		s.mu.Unlock()
+		if lost {
+			s.lost.Add(1)
+			s.metrics.lost.Inc()
+		}
+	}
+	switch {
+	case r.Context().Err() != nil: // the client has gone: work for no one
+		a.wasted = true
+		s.wasted.Add(1)
+		s.metrics.wasted.Inc()
+		s.abort(w, a, strategies.Timeout, serverReasonProcessed)
+	case lost:
+		s.abort(w, a, strategies.Reset, serverReasonProcessed)
+	default:
+		s.answer(w, a, http.StatusOK, serverReasonProcessed)
+	}
+}
+
+// leaveQueue takes waiter out of the queue at Shutdown, or gives back
+// the slot it was given meanwhile.
+func (s *Server) leaveQueue(waiter *serverWaiter) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-waiter.ready:
+		if !waiter.dropped {
+			s.busy--
+		}
+		return
+	default:
+	}
+	var prev *serverWaiter
+	for q := s.qhead; q != nil; prev, q = q, q.next {
+		if q != waiter {
+			continue
+		}
+		if prev == nil {
+			s.qhead = q.next
+		} else {
+			prev.next = q.next
+		}
+		if s.qtail == q {
+			s.qtail = prev
+		}
+		s.qlen--
+		return
+	}
+}
+
+// endService frees the slot of a request leaving service and starts
+// queued work.
+func (s *Server) endService() {
+	s.mu.Lock()
+	s.busy--
+	s.startQueuedLocked(s.nowLocked())
+	s.mu.Unlock()
+}
+
+// markProcessed records that the request of key has been processed and
+// reports whether it had been before: a duplicate. With server
+// idempotency there is none (Begin let only one processing through).
+func (s *Server) markProcessed(ctx context.Context, key string) (duplicate bool) {
+	ctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
+	defer cancel()
+	lock := &s.keyLock[maphash.String(serverKeySeed, key)%uint64(len(s.keyLock))]
+	lock.Lock()
+	defer lock.Unlock()
+	if !s.srv.Idempotency {
+		state, err := s.store.State(ctx, key)
+		if err != nil {
+			s.storeErrs.Add(1)
+		}
+		duplicate = state == IdempotencyProcessed
+	}
+	if err := s.store.Done(ctx, key); err != nil {
+		s.storeErrs.Add(1)
+	}
+	return duplicate
+}
+
+// cached answers attempt a from the idempotency cache if its key is
+// known: 200 once processed, 503 while in progress. It reports whether
+// it answered.
+func (s *Server) cached(w http.ResponseWriter, ctx context.Context, a *serverAttempt) bool {
+	ctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
+	state, err := s.store.State(ctx, a.key)
+	cancel()
+	switch {
+	case err != nil:
+		s.storeErrs.Add(1)
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonStoreError)
+	case state == IdempotencyProcessed:
+		s.answer(w, a, http.StatusOK, serverReasonCached)
+	case state == IdempotencyInProgress:
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonInProgress)
+	default:
+		return false
+	}
+	return true
+}
+
+// hold is a timeout outage: no answer until the client gives up, or
+// until the outage's end plus the hold cap (or Shutdown), when the
+// connection is closed without one.
+func (s *Server) hold(w http.ResponseWriter, r *http.Request, a *serverAttempt, o scenarios.Outage) {
+	s.mu.Lock()
+	s.held++
+	until := s.start.Add(s.real(o.End() + s.holdCap))
+	s.mu.Unlock()
+	t := time.NewTimer(time.Until(until))
+	select {
+	case <-r.Context().Done():
+	case <-t.C:
+	case <-s.release:
+	}
+	t.Stop()
+	s.mu.Lock()
+	s.held--
+	s.mu.Unlock()
+	s.abort(w, a, strategies.Timeout, serverReasonOutage)
+}
+
+// throttle answers 429 with a Retry-After hint of wait, in scenario time
+// (see ServerOptions.TimeScale).
+func (s *Server) throttle(w http.ResponseWriter, a *serverAttempt, wait time.Duration) {
+	date := time.Now().UTC().Truncate(time.Second)
+	h := w.Header()
+	h.Set("Date", date.Format(http.TimeFormat))
+	h.Set("Retry-After", strategies.FormatRetryAfter(wait, s.format, date))
+	s.answer(w, a, http.StatusTooManyRequests, serverReasonRateLimit)
+}
+
+// serverBodies are the answers' bodies, by status.
+var serverBodies = map[int][]byte{
+	http.StatusOK:                 []byte("ok\n"),
+	http.StatusServiceUnavailable: []byte("unavailable\n"),
+	http.StatusTooManyRequests:    []byte("too many requests\n"),
+}
+
+// answer writes the status as attempt a's answer and records it.
+func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, reason serverReason) {
+	body := serverBodies[status]
+	h := w.Header()
+	h.Set(ServerReasonHeader, reason.String())
+	h.Set("Content-Type", "text/plain; charset=utf-8")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	// Time in the queue does not count against the write timeout.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serverWriteSlack))
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+	outcome := strategies.Success
+	switch status {
+	case http.StatusTooManyRequests:
+		outcome = strategies.TooManyRequests
+	case http.StatusServiceUnavailable:
+		outcome = strategies.ServerError
+	}
+	s.finish(a, outcome, reason)
+}
+
+// abort records attempt a with outcome and reason, then closes its
+// connection without an answer: with SO_LINGER 0, so the client sees a
+// reset rather than a clean EOF.
+func (s *Server) abort(w http.ResponseWriter, a *serverAttempt, outcome strategies.Outcome, reason serverReason) {
+	s.finish(a, outcome, reason)
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		if errors.Is(err, http.ErrNotSupported) {
+			panic(http.ErrAbortHandler) // net/http closes the stream quietly
+		}
+		return // the connection is gone already
+	}
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetLinger(0)
+	}
+	_ = conn.Close()
+}
+
+// finish counts attempt a's outcome and logs it.
+func (s *Server) finish(a *serverAttempt, outcome strategies.Outcome, reason serverReason) {
+	a.outcome, a.reason = outcome, reason
+	s.counts[outcome][reason].Add(1)
+	s.metrics.attempt(outcome, reason).Inc()
+	if s.log != nil {
+		s.writeLog(a)
+	}
+}
+
+// enter counts a request into the handler; false once the server is
+// stopping.
+func (s *Server) enter() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.stopping {
+		return false
+	}
+	s.active++
+	return true
+}
+
+// leave counts a request out of the handler.
+func (s *Server) leave() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.active--
+	if s.active == 0 && s.idle != nil {
+		select {
+		case <-s.idle:
+		default:
+			close(s.idle)
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package realhttp
+
+import (
+	"net"
+	"sync"
+	"time"
+)
+
+// serverListenRetry is how often a listener that could not re-open its
+// address (another socket took the port during the outage) tries again.
+const serverListenRetry = 5 * time.Millisecond
+
+// serverListener is a TCP listener that can be taken down and put back
+// up on the same address, for refuse outages: while it is down, no
+// socket listens on the address, so the kernel refuses connections
+// (ECONNREFUSED), and Accept blocks until it is up again. Connections
+// already accepted are not touched. A connection in the accept backlog
+// when it goes down is reset by the kernel.
+//
+// Close is final, and http.Server.Shutdown calls it.
+type serverListener struct {
+	addr    string // host:port, the port fixed by the first listen
+	netAddr net.Addr
+	done    chan struct{} // closed by Close
+	wg      sync.WaitGroup
+
+	mu       sync.Mutex
+	inner    net.Listener // nil while down
+	wantUp   bool
+	closed   bool
+	retrying bool
+	changed  chan struct{} // closed and replaced whenever inner changes
+}
+
+func newServerListener(addr string) (*serverListener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return &serverListener{
+		addr:    ln.Addr().String(),
+		netAddr: ln.Addr(),
+		done:    make(chan struct{}),
+		inner:   ln,
+		wantUp:  true,
+		changed: make(chan struct{}),
+	}, nil
+}
+
+// Accept waits for the next connection, through any number of outages.
+func (l *serverListener) Accept() (net.Conn, error) {
+	for {
+		l.mu.Lock()
+		if l.closed {
+			l.mu.Unlock()
+			return nil, net.ErrClosed
+		}
+		inner, changed := l.inner, l.changed
+		l.mu.Unlock()
+		if inner == nil {
+			select {
+			case <-changed:
+			case <-l.done:
+			}
+			continue
+		}
+		c, err := inner.Accept()
+		if err == nil {
+			return c, nil
+		}
+		l.mu.Lock()
+		replaced := l.closed || l.inner != inner
+		l.mu.Unlock()
+		if !replaced {
+			return nil, err // net/http retries temporary errors such as EMFILE
+		}
+	}
+}
+
+// Close stops the listener for good, and waits for a re-open in progress
+// to give up.
+func (l *serverListener) Close() error {
+	l.mu.Lock()
+	if l.closed {
+		l.mu.Unlock()
+		return nil
+	}
+	l.closed = true
+	close(l.done)
+	var err error
+	if l.inner != nil {
+		err = l.inner.Close()
+		l.inner = nil
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+	return err
+}
+
+// Addr returns the listening address, the same through outages.
+func (l *serverListener) Addr() net.Addr { return l.netAddr }
+
+// set takes the listener down or puts it back up. Putting it up listens
+// at once; if the address is taken, it tries again every
+// serverListenRetry in the background until it can, until it is taken
+// down again, or until Close.
+func (l *serverListener) set(up bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	l.wantUp = up
+	if !up {
+		if l.inner != nil {
+			_ = l.inner.Close()
+			l.inner = nil
+			l.signalLocked()
+		}
+		return
+	}
+	if l.inner != nil || l.listenLocked() || l.retrying {
+		return
+	}
+	l.retrying = true
+	l.wg.Add(1)
+	go l.retry()
+}
+
+// retry re-opens the listener in the background.
+func (l *serverListener) retry() {
+	defer l.wg.Done()
+	t := time.NewTicker(serverListenRetry)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.done:
+		case <-t.C:
+		}
+		l.mu.Lock()
+		if l.closed || !l.wantUp || l.inner != nil || l.listenLocked() {
+			l.retrying = false
+			l.mu.Unlock()
+			return
+		}
+		l.mu.Unlock()
+	}
+}
+
+// listenLocked opens a socket on the address and reports whether it
+// could.
+func (l *serverListener) listenLocked() bool {
+	ln, err := net.Listen("tcp", l.addr)
+	if err != nil {
+		return false
+	}
+	l.inner = ln
+	l.signalLocked()
+	return true
+}
+
+func (l *serverListener) signalLocked() {
+	close(l.changed)
+	l.changed = make(chan struct{})
+}

@@ -1,0 +1,190 @@
+package realhttp
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// serverOutcomes is the number of strategies outcomes.
+const serverOutcomes = int(strategies.ClientError) + 1
+
+// serverReason is why the server answered an attempt as it did.
+type serverReason uint8
+
+// The reasons, as written in the log, the metrics and ServerReasonHeader.
+const (
+	serverReasonOutage     serverReason = iota // an outage window
+	serverReasonOverload                       // the queue was full, or drop_expired skipped the request
+	serverReasonFailure                        // a random failure
+	serverReasonRateLimit                      // no token in the rate limit's bucket
+	serverReasonProcessed                      // processed (the answer may still be lost)
+	serverReasonCached                         // answered from the idempotency cache
+	serverReasonInProgress                     // its key is being processed by another attempt
+	serverReasonStoreError                     // the idempotency store failed
+	serverReasonShutdown                       // cut short by Shutdown
+	serverNumReasons
+)
+
+var serverReasonNames = [serverNumReasons]string{
+	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown",
+}
+
+func (r serverReason) String() string { return serverReasonNames[r] }
+
+// ServerLogLine is one line of the request log (ServerOptions.Log): one
+// attempt that reached the handler, written when its outcome is known
+// (so lines are in order of outcome, not of arrival).
+type ServerLogLine struct {
+	// T is when the attempt reached the handler: scenario seconds since
+	// Start (or NewServer, for a server used through Handler).
+	T float64 `json:"t"`
+	// AtNS is the same instant on the wall clock, in Unix nanoseconds.
+	AtNS int64 `json:"at_ns"`
+	// ID is the server's number for the attempt, from 1 in order of
+	// arrival.
+	ID uint64 `json:"id"`
+	// Key is the Idempotency-Key header, if any.
+	Key string `json:"key,omitempty"`
+	// Attempt is the Herdlab-Attempt header (from 1), 0 without one.
+	Attempt int `json:"attempt"`
+	// Request is the Herdlab-Request header, the request's index in the
+	// driver's workload; absent without one.
+	Request *int64 `json:"request,omitempty"`
+	// Outcome is what the client saw: success, timeout (no answer: the
+	// client gave up first, or the connection was closed after a
+	// timeout outage's hold), reset (the connection closed without an
+	// answer), 5xx or 429.
+	Outcome string `json:"outcome"`
+	// Reason is why: outage, overload (queue full, or skipped by
+	// drop_expired), failure, rate_limit, processed, cached,
+	// in_progress, store_error or shutdown.
+	Reason string `json:"reason"`
+	// PlannedNS is the Herdlab-Planned header: when the driver meant to
+	// send the attempt, in scenario nanoseconds since its start; absent
+	// without one.
+	PlannedNS *int64 `json:"planned_ns,omitempty"`
+	// ServiceS is the service time the attempt was given, in scenario
+	// seconds; 0 if it was never given a slot.
+	ServiceS float64 `json:"service_s,omitempty"`
+	// Duplicate is true when the attempt processed a key already
+	// processed (only without server idempotency).
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Wasted is true when the attempt was processed after its client
+	// had gone.
+	Wasted bool `json:"wasted,omitempty"`
+}
+
+// writeLog writes attempt a's log line with one Write, under logMu.
+// Write errors are dropped: the log never fails a request.
+func (s *Server) writeLog(a *serverAttempt) {
+	line := ServerLogLine{
+		T:         a.arrived.Seconds(),
+		AtNS:      a.wall.UnixNano(),
+		ID:        a.id,
+		Key:       a.key,
+		Attempt:   a.attempt,
+		Outcome:   a.outcome.String(),
+		Reason:    a.reason.String(),
+		ServiceS:  a.service.Seconds(),
+		Duplicate: a.duplicate,
+		Wasted:    a.wasted,
+	}
+	if a.hasRequest {
+		line.Request = &a.request
+	}
+	if a.hasPlanned {
+		line.PlannedNS = &a.planned
+	}
+	b, err := json.Marshal(&line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = s.log.Write(b)
+}
+
+// serverMetrics are the server's Prometheus metrics, on a registry of
+// their own: two servers in one process do not collide, and nothing
+// global is touched.
+type serverMetrics struct {
+	reg                                          *prometheus.Registry
+	attempts                                     *prometheus.CounterVec
+	pairs                                        [serverOutcomes][serverNumReasons]prometheus.Counter
+	processed, duplicates, wasted, lost, dropped prometheus.Counter
+}
+
+// serverPairs are the outcome and reason pairs that can occur, exported
+// at 0 from the start.
+var serverPairs = []struct {
+	o strategies.Outcome
+	r serverReason
+}{
+	{strategies.Success, serverReasonProcessed},
+	{strategies.Success, serverReasonCached},
+	{strategies.Timeout, serverReasonOutage},
+	{strategies.Timeout, serverReasonOverload},
+	{strategies.Timeout, serverReasonProcessed},
+	{strategies.Reset, serverReasonOutage},
+	{strategies.Reset, serverReasonProcessed},
+	{strategies.Reset, serverReasonShutdown},
+	{strategies.ServerError, serverReasonOutage},
+	{strategies.ServerError, serverReasonOverload},
+	{strategies.ServerError, serverReasonFailure},
+	{strategies.ServerError, serverReasonInProgress},
+	{strategies.ServerError, serverReasonStoreError},
+	{strategies.TooManyRequests, serverReasonRateLimit},
+}
+
+func newServerMetrics(s *Server) *serverMetrics {
+	m := &serverMetrics{reg: prometheus.NewRegistry()}
+	counter := func(name, help string) prometheus.Counter {
+		c := prometheus.NewCounter(prometheus.CounterOpts{Namespace: "herdlab", Subsystem: "server", Name: name, Help: help})
+		m.reg.MustRegister(c)
+		return c
+	}
+	gauge := func(name, help string, read func(st *Server) int) {
+		m.reg.MustRegister(prometheus.NewGaugeFunc(
+			prometheus.GaugeOpts{Namespace: "herdlab", Subsystem: "server", Name: name, Help: help},
+			func() float64 {
+				s.mu.Lock()
+				defer s.mu.Unlock()
+				return float64(read(s))
+			}))
+	}
+	m.attempts = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: "herdlab", Subsystem: "server", Name: "attempts_total",
+		Help: "Attempts that reached the server, by the outcome the client saw and the reason.",
+	}, []string{"outcome", "reason"})
+	m.reg.MustRegister(m.attempts)
+	for _, p := range serverPairs {
+		m.pairs[p.o][p.r] = m.attempts.WithLabelValues(p.o.String(), p.r.String())
+	}
+	m.processed = counter("processed_total", "Requests processed (service time served).")
+	m.duplicates = counter("duplicates_total", "Requests processed again for an Idempotency-Key already processed.")
+	m.wasted = counter("wasted_total", "Requests processed after their client had gone.")
+	m.lost = counter("lost_responses_total", "Answers dropped on purpose (response loss): the connection was reset.")
+	m.dropped = counter("dropped_expired_total", "Queued requests skipped because their client had gone (drop_expired).")
+	gauge("in_flight", "Requests in service.", func(s *Server) int { return s.busy })
+	gauge("queue_depth", "Requests waiting for a slot.", func(s *Server) int { return s.qlen })
+	gauge("held", "Requests held without an answer by a timeout outage.", func(s *Server) int { return s.held })
+	return m
+}
+
+// attempt returns the attempts counter of outcome o and reason r.
+func (m *serverMetrics) attempt(o strategies.Outcome, r serverReason) prometheus.Counter {
+	if c := m.pairs[o][r]; c != nil {
+		return c
+	}
+	return m.attempts.WithLabelValues(o.String(), r.String())
+}
+
+func (m *serverMetrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
