@@ -1,0 +1,846 @@
+package realhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net/http"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// DriverOptions says where and how Replay and ReplayDLQ send. The zero
+// value (with a Target) runs at scale 1 with seed 0, no DLQ writer and a
+// pool of 256 connections.
+type DriverOptions struct {
+	// Target is the URL every attempt is POSTed to, such as
+	// http://127.0.0.1:8080/.
+	Target string
+	// TimeScale multiplies every duration of the scenario on the wall
+	// clock: arrival times, backoff waits, per-attempt timeouts, breaker
+	// open periods, the horizon. 0 means 1; 0.1 runs a 30 s outage in
+	// 3 s. Results are reported in scenario time. When TimeScale != 1 a
+	// Retry-After hint is read as scenario seconds (the herdlab test
+	// server writes its hints in scenario time) and scaled like a
+	// backoff wait.
+	TimeScale float64
+	// Seed seeds the arrivals and the jitter, as the simulator derives
+	// them: run r draws from sim.RunSeed(Seed, r), arrivals on PCG
+	// stream 1 and jitter on stream 5, as sim/world.go does. 0 means the
+	// scenario's seed, sc.Seed.
+	Seed uint64
+	// DLQ, when set, receives every dead letter as a JSON line (see
+	// DriverDeadLetter), one Write a line, from one goroutine; a writer
+	// shared by concurrent calls must be safe for concurrent use.
+	DLQ io.Writer
+	// MaxConns bounds the connections to the target (the default
+	// client's pool per host); 0 means DriverDefaultMaxConns. The
+	// process's open-file limit must allow it (see DriverCheckFileLimit).
+	MaxConns int
+	// Client, when set, sends every attempt; it should have no overall
+	// Timeout (each attempt's deadline comes from its context) and should
+	// not follow redirects. Nil means a client of the driver's own: one
+	// transport per call with a pool of MaxConns connections, closed
+	// when the call returns.
+	Client *http.Client
+	// ReplayTimeout is ReplayDLQ's per-attempt timeout, in scenario
+	// time; 0 means 30s.
+	ReplayTimeout time.Duration
+}
+
+// DriverDefaultMaxConns is the connection pool bound when
+// DriverOptions.MaxConns is 0.
+const DriverDefaultMaxConns = 256
+
+// driverFileSlack is how many files the process needs beyond the
+// driver's connections: listeners, logs, the DLQ file, stdio.
+const driverFileSlack = 64
+
+// DriverStats is what Replay saw beyond the results: the timing of every
+// retry, the outcomes, the concurrency reached.
+type DriverStats struct {
+	// Start is the wall-clock time of scenario time 0.
+	Start time.Time
+	// TimeScale is the scale the run used (never 0).
+	TimeScale float64
+	// Retries holds every retry that was sent and answered (attempts
+	// after a request's first), in the order of their answers.
+	Retries []DriverSend
+	// Outcomes counts answered attempts by outcome name (success,
+	// refused, timeout, reset, 5xx, 429, 4xx).
+	Outcomes map[string]int64
+	// PeakInFlight is the most attempts in flight at once.
+	PeakInFlight int
+	// Wall is the wall-clock time of the run.
+	Wall time.Duration
+	// Partial is true when the run was cut short by its context.
+	Partial bool
+}
+
+// DriverSend is the timing of one attempt, in scenario time since the
+// start: Planned is when it was due (the end of its backoff wait), Actual
+// when it was handed to the HTTP client.
+type DriverSend struct {
+	Request int
+	Attempt int // the Herdlab-Attempt header, from 1
+	Planned time.Duration
+	Actual  time.Duration
+}
+
+// Gap returns how late the send was on the wall clock:
+// (Actual - Planned) * scale.
+func (s DriverSend) Gap(scale float64) time.Duration {
+	return driverToWall(s.Actual-s.Planned, scale)
+}
+
+// GapQuantile returns the q-quantile (q in [0,1], nearest rank) of the
+// retries' wall-clock gaps between planned and actual send time, and
+// false when there were no retries.
+func (s DriverStats) GapQuantile(q float64) (time.Duration, bool) {
+	if len(s.Retries) == 0 {
+		return 0, false
+	}
+	gaps := make([]time.Duration, len(s.Retries))
+	for i, r := range s.Retries {
+		gaps[i] = r.Gap(s.TimeScale)
+	}
+	slices.Sort(gaps)
+	k := int(math.Ceil(q*float64(len(gaps)))) - 1
+	return gaps[min(max(k, 0), len(gaps)-1)], true
+}
+
+// DriverDeadLetter is one line of the dead-letter file: the request, its
+// idempotency key, why it was given up, how many attempts were sent, and
+// when (scenario seconds since the start).
+type DriverDeadLetter struct {
+	Request  int     `json:"request"`
+	Key      string  `json:"key"`
+	Reason   string  `json:"reason"`
+	Attempts int     `json:"attempts"`
+	T        float64 `json:"t"`
+	Strategy string  `json:"strategy,omitempty"`
+}
+
+// DriverCheckFileLimit returns an error saying how to raise the limit
+// when the process may not open need files (RLIMIT_NOFILE). Replay
+// checks MaxConns plus a margin; a caller that runs the test server in
+// the same process should check for both sides' connections.
+func DriverCheckFileLimit(need int) error {
+	limit, ok := driverOpenFileLimit()
+	if !ok || limit >= uint64(need) {
+		return nil
+	}
+	return fmt.Errorf("realhttp: the open-file limit is %d but the driver needs %d (its connections and %d more): "+
+		"raise it with `ulimit -n %d` (or more) in the shell that runs herdlab, or lower the connection bound",
+		limit, need, driverFileSlack, max(need, 4096))
+}
+
+// The states of a request in the driver, as in the simulator.
+const (
+	drvWaiting   uint8 = iota // created, or waiting for its backoff
+	drvQueued                 // waiting for a worker of its sender's dispatcher
+	drvInFlight               // an attempt is in flight
+	drvDelivered              // final: the sender saw a success
+	drvDead                   // final (unless replayed): in the dead-letter queue
+)
+
+// The kinds of driver event.
+const (
+	drvArrival uint8 = iota // the workload creates its next request(s)
+	drvTry                  // request a is ready for its next attempt; b = drvRetried at the end of a backoff wait
+	drvReplay               // the scenario's DLQ replay sends dead letter number a back (-1 starts it)
+)
+
+// drvRetried marks a try that ends a backoff wait, as opposed to one that
+// hands a request to a freed worker.
+const drvRetried = 1
+
+// drvHasWorker is set while a request holds a worker of its sender's
+// dispatcher.
+const drvHasWorker uint8 = 1
+
+// driverRequest is one request's state, owned by the loop.
+type driverRequest struct {
+	retry   strategies.Request
+	key     uuid.UUID
+	permit  strategies.Permit
+	created time.Duration // scenario time of its arrival
+	planned time.Duration // scenario time its next attempt is due
+	sender  int32
+	next    int32 // the next request in its sender's dispatcher queue, -1 for none
+	tag     int32 // attempts sent: the number of the one in flight
+	bucket  int32 // the bucket the attempt in flight was sent in
+	state   uint8
+	reason  strategies.Reason
+	flags   uint8
+}
+
+// driverSender is one sender's state beyond the strategy's: its
+// dispatcher.
+type driverSender struct {
+	retry      strategies.Sender
+	inFlight   int32
+	head, tail int32
+}
+
+// driverDone is an attempt's goroutine reporting to the loop.
+type driverDone struct {
+	i, tag int32
+	driverAnswer
+	actual time.Duration // scenario time it was handed to the client
+}
+
+// driver is one Replay: the state of the simulator's world, on the wall
+// clock. Everything but done, wg and the attempts' arguments belongs to
+// the loop's goroutine.
+type driver struct {
+	sc      *scenarios.Scenario
+	policy  *strategies.Policy
+	client  *http.Client
+	target  string
+	dlq     io.Writer
+	dlqErr  error
+	scale   float64
+	start   time.Time
+	now     time.Duration // scenario time of the loop, never decreasing
+	horizon time.Duration
+	timeout time.Duration // per-attempt timeout on the wall clock, 0 for none
+
+	rArrive, rRetry *rand.Rand
+
+	q          driverQueue
+	reqs       []driverRequest
+	senders    []driverSender
+	perRequest bool
+	workers    int32
+	blocking   bool
+
+	arrived       int     // requests created so far
+	limit         int     // requests to create, -1: no limit
+	dlqQueue      []int32 // dead letters, in the order they arrived
+	replayed      int
+	replayGap     time.Duration
+	dlqDepth      int
+	delayed       int
+	inFlight      int
+	lastOutageEnd time.Duration
+	completion    time.Duration
+	drain         time.Duration
+
+	runCtx context.Context
+	done   chan driverDone
+	wg     sync.WaitGroup
+
+	run        *results.Run
+	bucket     time.Duration
+	nextSample time.Duration
+	sampled    int
+	stats      DriverStats
+}
+
+// Replay runs strategy st of scenario sc once, as run number run, against
+// opts.Target over real HTTP on the wall clock, and returns what it saw
+// in scenario time: attempts per bucket when sent, their outcomes in the
+// same buckets, delivered, dead-lettered by reason, unfinished, the
+// latency histogram, short-circuits, timeouts and 429s. Server-side
+// figures (processed, duplicates, wasted work, rejections, lost
+// responses, the server queue) are left at zero: the server's log has
+// them. A bucket's InFlight is the driver's attempts in flight at its
+// end; Delayed and DLQ are as in the simulator. sc must be valid (see
+// scenarios.Scenario.Validate).
+//
+// The workload is the simulator's: the same arrival times, drawn from
+// the same seed (sim.RunSeed(sc.Seed, run), PCG stream 1), and the same
+// jitter stream (stream 5), consumed in the order the answers come in.
+// Senders keep their breaker, budget and dispatcher (workers, delay queue
+// or blocking) as in the simulator, and so does the scenario's DLQ
+// replay.
+//
+// Each attempt is a POST of {"request":N} to opts.Target with the
+// headers Idempotency-Key (a UUID v4 made when the request is created
+// and kept through its retries and replays), Herdlab-Attempt,
+// Herdlab-Request and Herdlab-Planned (see DriverKeyHeader and the
+// others). Its outcome: a 2xx is a success, a 429 is throttled, another
+// 4xx (or a 1xx or 3xx) a client error, a 5xx a server error; without an
+// answer, the attempt's deadline is a timeout, a failure to connect is
+// refused, and anything after connecting (a reset, EOF) a reset. A
+// Retry-After header on a 429 or 503 is parsed by
+// strategies.ParseRetryAfter against the response's Date header (the
+// local clock without one) and given to the policy. The deadline also
+// covers the wait for a connection of the pool, as it does for a real
+// client whose pool is full. A 503 whose Herdlab-Reason is overload (the
+// herdlab test server's full queue) counts as rejected.
+//
+// Time scale: every scenario duration runs multiplied by
+// opts.TimeScale on the wall clock, and a Retry-After hint is read as
+// scenario seconds (the herdlab test server writes its hints in
+// scenario time), so it is scaled like the backoff.
+//
+// One goroutine runs the loop: it owns every request's state, sleeps on
+// one timer until the earliest due event (an arrival or the end of a
+// backoff wait) and starts each attempt in a goroutine of its own that
+// does the HTTP request with the policy's per-attempt timeout as its
+// context deadline and reports back. No goroutine waits out a backoff.
+//
+// The run ends at the horizon or as soon as nothing more can happen
+// before it (every request final, or waiting past the horizon); attempts
+// then in flight are abandoned and their requests are unfinished. When
+// ctx ends first, Replay returns the partial run so far and stats with
+// Partial set, with an error wrapping ctx's error (context.Canceled on
+// SIGINT). requests = delivered + dead-lettered + unfinished holds in
+// every run returned.
+func Replay(ctx context.Context, sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts DriverOptions) (*results.Run, DriverStats, error) {
+	d, closeIdle, err := newDriver(sc, st, run, opts)
+	if err != nil {
+		return nil, DriverStats{}, err
+	}
+	defer closeIdle()
+	return d.replay(ctx)
+}
+
+// driverScale returns the time scale opts ask for.
+func driverScale(opts DriverOptions) (float64, error) {
+	s := opts.TimeScale
+	if s == 0 {
+		return 1, nil
+	}
+	if !(s > 0) || math.IsInf(s, 1) {
+		return 0, fmt.Errorf("realhttp: time scale must be > 0, got %v", s)
+	}
+	return s, nil
+}
+
+// driverTarget checks a target URL.
+func driverTarget(target string) error {
+	u, err := url.Parse(target)
+	if err != nil {
+		return fmt.Errorf("realhttp: target %q: %w", target, err)
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("realhttp: target %q: want an http:// or https:// URL with a host", target)
+	}
+	return nil
+}
+
+// driverClient returns the client opts ask for and a function that
+// closes what the driver opened, after checking the open-file limit.
+func driverClient(opts DriverOptions) (*http.Client, func(), error) {
+	conns := opts.MaxConns
+	if conns < 0 {
+		return nil, nil, fmt.Errorf("realhttp: MaxConns must be >= 0, got %d", conns)
+	}
+	if conns == 0 {
+		conns = DriverDefaultMaxConns
+	}
+	if err := DriverCheckFileLimit(conns + driverFileSlack); err != nil {
+		return nil, nil, err
+	}
+	if opts.Client != nil {
+		return opts.Client, func() {}, nil
+	}
+	client, tr := driverNewClient(conns)
+	return client, tr.CloseIdleConnections, nil
+}
+
+func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts DriverOptions) (*driver, func(), error) {
+	if sc == nil || st == nil {
+		return nil, nil, errors.New("realhttp: Replay needs a scenario and a strategy")
+	}
+	if sc.Duration <= 0 || sc.Bucket <= 0 {
+		return nil, nil, fmt.Errorf("realhttp: scenario %s: duration and bucket must be > 0 (is it validated?)", sc.Name)
+	}
+	scale, err := driverScale(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := driverTarget(opts.Target); err != nil {
+		return nil, nil, err
+	}
+	client, closeIdle, err := driverClient(opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	seed := sc.Seed
+	if opts.Seed != 0 {
+		seed = opts.Seed
+	}
+	seed = sim.RunSeed(seed, run)
+	d := &driver{
+		sc:       sc,
+		policy:   st.Policy(),
+		client:   client,
+		target:   opts.Target,
+		dlq:      opts.DLQ,
+		scale:    scale,
+		horizon:  sc.Duration,
+		rArrive:  rand.New(rand.NewPCG(seed, 1)),
+		rRetry:   rand.New(rand.NewPCG(seed, 5)),
+		workers:  int32(sc.Workload.Workers),
+		blocking: sc.Workload.Dispatch == scenarios.DispatchBlocking,
+		limit:    sc.Workload.Requests,
+		bucket:   sc.Bucket,
+		done:     make(chan driverDone, 4096),
+	}
+	if t := d.policy.Timeout; t > 0 {
+		d.timeout = max(driverToWall(t, scale), 1)
+	}
+	if sc.Workload.Arrival.Kind == scenarios.Poisson && d.limit == 0 {
+		d.limit = -1
+	}
+	if n := len(sc.Server.Outages); n > 0 {
+		d.lastOutageEnd = sc.Server.Outages[n-1].End()
+	}
+	if d.limit > 0 {
+		d.reqs = make([]driverRequest, 0, d.limit)
+	}
+	if d.policy.Breaker != nil || d.policy.Budget != nil || d.workers > 0 {
+		if n := sc.Workload.Senders; n > 0 {
+			d.senders = make([]driverSender, n)
+			for i := range d.senders {
+				d.senders[i].head, d.senders[i].tail = -1, -1
+			}
+		} else {
+			d.perRequest = true
+			d.senders = make([]driverSender, 0, max(d.limit, 0))
+		}
+	}
+	if r := sc.DLQ.Replay; r != nil && r.Rate > 0 {
+		d.replayGap = time.Duration(float64(time.Second) / r.Rate)
+	}
+	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
+	d.run = results.NewRun(st.Name, run, buckets)
+	d.nextSample = sc.Bucket
+	d.stats = DriverStats{TimeScale: scale, Outcomes: map[string]int64{}}
+	return d, closeIdle, nil
+}
+
+// driverToWall converts a scenario duration to the wall clock.
+func driverToWall(d time.Duration, scale float64) time.Duration {
+	if scale == 1 {
+		return d
+	}
+	return time.Duration(float64(d) * scale)
+}
+
+// scenarioTime converts wall-clock time since the start to scenario time.
+func (d *driver) scenarioTime(wall time.Duration) time.Duration {
+	if d.scale == 1 {
+		return wall
+	}
+	return time.Duration(float64(wall) / d.scale)
+}
+
+// replay runs the loop until the horizon, the end of all work, or ctx.
+func (d *driver) replay(ctx context.Context) (*results.Run, DriverStats, error) {
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	d.runCtx = runCtx
+	d.start = time.Now()
+	d.stats.Start = d.start
+	d.scheduleWorkload()
+	if r := d.sc.DLQ.Replay; r != nil && d.replayGap > 0 {
+		d.q.push(r.At, drvReplay, -1, 0)
+	}
+	horizonWall := driverToWall(d.horizon, d.scale)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var err error
+loop:
+	for {
+		elapsed := d.release()
+		if elapsed >= horizonWall || d.idle() {
+			break
+		}
+		wake := horizonWall
+		if e, ok := d.q.peek(); ok {
+			wake = min(wake, driverToWall(e.at, d.scale))
+		}
+		if d.sampled < len(d.run.Series) {
+			wake = min(wake, driverToWall(d.nextSample, d.scale))
+		}
+		timer.Reset(max(wake-elapsed, 0))
+		select {
+		case c := <-d.done:
+			d.tick()
+			d.complete(c)
+			// Take what else has come in, but not so much that due
+			// retries wait.
+			for range 63 {
+				select {
+				case c := <-d.done:
+					d.complete(c)
+					continue
+				default:
+				}
+				break
+			}
+		case <-timer.C:
+		case <-ctx.Done():
+			err = fmt.Errorf("realhttp: replay of %s interrupted at t=%s: %w", d.run.Strategy, d.now.Round(time.Millisecond), ctx.Err())
+			break loop
+		}
+	}
+	cancel()
+	d.wg.Wait()
+	d.stats.Wall = time.Since(d.start)
+	d.run.Wall = d.stats.Wall
+	if err != nil {
+		d.stats.Partial = true
+		for d.sampled < len(d.run.Series) && d.nextSample <= d.now {
+			d.sample()
+		}
+	} else {
+		d.now = max(d.now, d.horizon)
+		for d.sampled < len(d.run.Series) {
+			d.sample()
+		}
+	}
+	if ferr := d.finish(); ferr != nil {
+		err = errors.Join(err, ferr)
+	}
+	if d.dlqErr != nil {
+		err = errors.Join(err, fmt.Errorf("realhttp: writing dead letters: %w", d.dlqErr))
+	}
+	return d.run, d.stats, err
+}
+
+// tick moves the loop's clock to the wall clock, sampling every bucket
+// that ended, and returns the wall-clock time since the start.
+func (d *driver) tick() time.Duration {
+	elapsed := time.Since(d.start)
+	d.advance(d.scenarioTime(elapsed))
+	return elapsed
+}
+
+// release handles every event due by now (events at or after the horizon
+// never happen), and returns the wall-clock time since the start.
+func (d *driver) release() time.Duration {
+	elapsed := d.tick()
+	for {
+		e, ok := d.q.peek()
+		if !ok || e.at >= d.horizon || driverToWall(e.at, d.scale) > elapsed {
+			return elapsed
+		}
+		d.q.pop()
+		d.advance(e.at)
+		d.handle(e)
+	}
+}
+
+// idle reports whether nothing more can happen before the horizon: no
+// attempt in flight and no event due before it.
+func (d *driver) idle() bool {
+	if d.inFlight > 0 {
+		return false
+	}
+	e, ok := d.q.peek()
+	return !ok || e.at >= d.horizon
+}
+
+// advance moves the clock to t (never back), sampling every bucket end
+// passed.
+func (d *driver) advance(t time.Duration) {
+	if t <= d.now {
+		return
+	}
+	for d.nextSample <= t && d.sampled < len(d.run.Series) {
+		d.sample()
+	}
+	d.now = t
+}
+
+// sample records the state at the end of the current bucket and moves to
+// the next.
+func (d *driver) sample() {
+	b := &d.run.Series[d.sampled]
+	b.InFlight = int64(d.inFlight)
+	b.DLQ = int64(d.dlqDepth)
+	b.Delayed = int64(d.delayed)
+	d.sampled++
+	d.nextSample += d.bucket
+}
+
+// current returns the bucket holding now.
+func (d *driver) current() *results.Bucket {
+	return &d.run.Series[min(d.sampled, len(d.run.Series)-1)]
+}
+
+func (d *driver) handle(e driverEvent) {
+	d.run.Events++
+	switch e.kind {
+	case drvArrival:
+		d.arrive(e.at)
+	case drvTry:
+		r := &d.reqs[e.a]
+		if e.b == drvRetried {
+			d.delayed--
+			r.planned = e.at
+		}
+		d.try(e.a)
+	case drvReplay:
+		d.replay1(e.a)
+	}
+}
+
+// newRequest creates the next request of the workload, due at, and makes
+// its first try.
+func (d *driver) newRequest(at time.Duration) {
+	i := int32(len(d.reqs))
+	s := i
+	if n := len(d.senders); n > 0 && !d.perRequest {
+		s = i % int32(n)
+	}
+	if d.perRequest {
+		d.senders = append(d.senders, driverSender{head: -1, tail: -1})
+	}
+	d.reqs = append(d.reqs, driverRequest{key: uuid.New(), created: at, planned: at, sender: s, next: -1, bucket: -1})
+	d.arrived++
+	d.try(i)
+}
+
+// try makes request i's next attempt now, through its sender's dispatcher
+// and breaker.
+func (d *driver) try(i int32) {
+	r := &d.reqs[i]
+	if d.workers > 0 && r.flags&drvHasWorker == 0 {
+		sd := &d.senders[r.sender]
+		if sd.inFlight >= d.workers {
+			r.state = drvQueued
+			r.next = -1
+			if sd.tail >= 0 {
+				d.reqs[sd.tail].next = i
+			} else {
+				sd.head = i
+			}
+			sd.tail = i
+			return
+		}
+		sd.inFlight++
+		r.flags |= drvHasWorker
+	}
+	var sd *strategies.Sender
+	if d.senders != nil {
+		sd = &d.senders[r.sender].retry
+	}
+	permit, dec, ok := d.policy.Begin(sd, &r.retry, d.now, d.rRetry)
+	if !ok {
+		d.run.ShortCircuited++
+		d.current().ShortCircuited++
+		d.free(i, dec)
+		d.decide(i, dec)
+		return
+	}
+	r.permit = permit
+	r.state = drvInFlight
+	r.tag++
+	r.bucket = int32(min(d.sampled, len(d.run.Series)-1))
+	d.run.Attempts++
+	d.current().Attempts++
+	d.inFlight++
+	d.stats.PeakInFlight = max(d.stats.PeakInFlight, d.inFlight)
+	call := driverCall{request: int(i), key: r.key, attempt: int(r.tag), planned: r.planned, timeout: d.timeout}
+	tag := r.tag
+	d.wg.Go(func() { d.attempt(i, tag, call) })
+}
+
+// attempt is the goroutine of one attempt: it sends it and reports the
+// outcome to the loop, unless the run has ended.
+func (d *driver) attempt(i, tag int32, call driverCall) {
+	a, sent, live := driverSend(d.runCtx, d.client, d.target, call)
+	if !live {
+		return
+	}
+	c := driverDone{i: i, tag: tag, driverAnswer: a, actual: d.scenarioTime(sent.Sub(d.start))}
+	select {
+	case d.done <- c:
+	case <-d.runCtx.Done():
+	}
+}
+
+// free ends request i's hold on its worker after decision dec, except in
+// a blocking dispatcher, where the worker sleeps through the backoff.
+func (d *driver) free(i int32, dec strategies.Decision) {
+	r := &d.reqs[i]
+	if r.flags&drvHasWorker == 0 || (d.blocking && dec.Action == strategies.Retry) {
+		return
+	}
+	r.flags &^= drvHasWorker
+	if d.workers == 0 {
+		return
+	}
+	sd := &d.senders[r.sender]
+	sd.inFlight--
+	if sd.head >= 0 {
+		j := sd.head
+		sd.head = d.reqs[j].next
+		if sd.head < 0 {
+			sd.tail = -1
+		}
+		d.reqs[j].state = drvWaiting
+		d.q.push(d.now, drvTry, j, 0)
+	}
+}
+
+// complete is the loop learning the outcome of an attempt.
+func (d *driver) complete(c driverDone) {
+	d.run.Events++
+	r := &d.reqs[c.i]
+	if r.state != drvInFlight || r.tag != c.tag {
+		return
+	}
+	d.inFlight--
+	o := c.res.Outcome
+	d.stats.Outcomes[o.String()]++
+	if r.tag > 1 {
+		d.stats.Retries = append(d.stats.Retries, DriverSend{Request: int(c.i), Attempt: int(c.tag), Planned: r.planned, Actual: c.actual})
+	}
+	b := &d.run.Series[r.bucket]
+	switch o {
+	case strategies.Success:
+		b.OK++
+	case strategies.Timeout:
+		b.NotOK++
+		b.NotOKTimeout++
+		d.run.TimedOut++
+		d.current().TimedOut++
+	case strategies.TooManyRequests:
+		b.NotOK++
+		b.Throttled++
+		d.run.Throttled++
+	default:
+		b.NotOK++
+		if c.rejected {
+			b.Rejected++
+			d.run.Rejected++
+		}
+	}
+	if o != strategies.Success {
+		d.current().Failed++
+	}
+	var sd *strategies.Sender
+	if d.senders != nil {
+		sd = &d.senders[r.sender].retry
+	}
+	dec := d.policy.Done(sd, &r.retry, r.permit, d.now, c.res, d.rRetry)
+	r.state = drvWaiting
+	d.free(c.i, dec)
+	d.decide(c.i, dec)
+}
+
+// decide carries out decision dec about request i.
+func (d *driver) decide(i int32, dec strategies.Decision) {
+	r := &d.reqs[i]
+	switch dec.Action {
+	case strategies.Deliver:
+		r.state = drvDelivered
+		d.final(r)
+		d.run.Delivered++
+		d.current().Delivered++
+		d.run.RecordLatency(d.now - r.created)
+	case strategies.Retry:
+		r.state = drvWaiting
+		d.delayed++
+		d.q.push(d.now+dec.Wait, drvTry, i, drvRetried)
+	case strategies.DeadLetter:
+		r.state, r.reason = drvDead, dec.Reason
+		d.final(r)
+		d.dlqQueue = append(d.dlqQueue, i)
+		d.dlqDepth++
+		d.writeDeadLetter(i)
+	}
+}
+
+// writeDeadLetter writes request i's line to the DLQ writer; the first
+// error stops the writing and is returned by Replay.
+func (d *driver) writeDeadLetter(i int32) {
+	if d.dlq == nil || d.dlqErr != nil {
+		return
+	}
+	r := &d.reqs[i]
+	d.dlqErr = driverWriteDeadLetter(d.dlq, DriverDeadLetter{
+		Request:  int(i),
+		Key:      r.key.String(),
+		Reason:   r.reason.String(),
+		Attempts: int(r.tag),
+		T:        d.now.Seconds(),
+		Strategy: d.run.Strategy,
+	})
+}
+
+// final notes that request r reached a final state now.
+func (d *driver) final(r *driverRequest) {
+	d.completion = d.now
+	if r.created <= d.lastOutageEnd {
+		d.drain = d.now
+	}
+}
+
+// replay1 sends dead letter number k back (k = -1 starts the replay):
+// the replay takes the dead letters in the queue when it starts, at the
+// scenario's rate, with fresh attempt counts and their keys.
+func (d *driver) replay1(k int32) {
+	if k < 0 {
+		d.replayed = len(d.dlqQueue)
+		k = 0
+	}
+	if int(k) >= d.replayed {
+		return
+	}
+	i := d.dlqQueue[k]
+	d.dlqQueue[k] = -1
+	d.dlqDepth--
+	r := &d.reqs[i]
+	r.retry = strategies.Request{}
+	r.state = drvWaiting
+	r.planned = d.now
+	d.run.Replayed++
+	d.try(i)
+	d.q.push(d.now+d.replayGap, drvReplay, k+1, 0)
+}
+
+// finish counts the final state of every request and checks
+// conservation.
+func (d *driver) finish() error {
+	run := d.run
+	run.Requests = int64(len(d.reqs))
+	drained := true
+	for i := range d.reqs {
+		r := &d.reqs[i]
+		switch r.state {
+		case drvDelivered:
+		case drvDead:
+			run.DeadLettered++
+			run.DeadLetteredBy[r.reason.String()]++
+		default:
+			run.Unfinished++
+			if r.created <= d.lastOutageEnd {
+				drained = false
+			}
+		}
+	}
+	if run.Unfinished == 0 {
+		c := d.completion
+		run.Completion = &c
+	}
+	if drained {
+		drain := max(d.drain-d.lastOutageEnd, 0)
+		run.Drain = &drain
+	}
+	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests {
+		return fmt.Errorf("realhttp: conservation broken: %d requests but %d delivered + %d dead-lettered + %d unfinished",
+			run.Requests, run.Delivered, run.DeadLettered, run.Unfinished)
+	}
+	return nil
+}
