@@ -334,3 +334,15 @@ func TestReportsEmbedCharts(t *testing.T) {
 	assert.Contains(t, html, "<td>full-jitter</td><td>376,037</td>")
 	assert.NotContains(t, html, "load.png", "nothing refers to a file beside the page")
 }
+
+func TestWriteComparison(t *testing.T) {
+	sim, real := summaryForTest(), summaryForTest()
+	real.Strategies[0].PeakLoad = 2272 // 10% above 2,065
+	real.Strategies[0].RecoveryTimeS = nil
+	var buf bytes.Buffer
+	require.NoError(t, WriteComparison(&buf, sim, real))
+	out := buf.String()
+	assert.Contains(t, out, "| full-jitter | peak load (after the outage) | 2,065 | 2,272 | +10.0% |")
+	assert.Contains(t, out, "| full-jitter | recovery time (s) | 12.5 | never | - |")
+	assert.Contains(t, out, "| fixed-60s | amplification | 0 | 0 | 0% |")
+}

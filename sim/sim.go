@@ -86,6 +86,13 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 		return nil, err
 	}
 
+	return &Result{Summary: Summary(sc, runs), Runs: runs}, nil
+}
+
+// Summary summarises the runs of a scenario: runs holds sc.Runs runs of
+// each strategy, strategy by strategy, as Run returns them (and as the
+// real-HTTP driver does).
+func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 	summary := &results.Summary{
 		Scenario:    sc.Name,
 		Description: sc.Description,
@@ -102,10 +109,10 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 	if !math.IsInf(setup.Capacity, 1) {
 		summary.CapacityPerS = &setup.Capacity
 	}
-	for s := range strats {
-		summary.Strategies = append(summary.Strategies, Summarize(runs[s*sc.Runs:(s+1)*sc.Runs], setup))
+	for i := 0; i+sc.Runs <= len(runs); i += sc.Runs {
+		summary.Strategies = append(summary.Strategies, Summarize(runs[i:i+sc.Runs], setup))
 	}
-	return &Result{Summary: summary, Runs: runs}, nil
+	return summary
 }
 
 // pick returns the indexes of the named strategies, in the scenario's

@@ -46,6 +46,7 @@ type cli struct {
 
 var commands = map[string]*command{
 	"check":    checkCmd,
+	"replay":   replayCmd,
 	"serve":    serveCmd,
 	"run":      runCmd,
 	"validate": validateCmd,

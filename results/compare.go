@@ -1,0 +1,70 @@
+package results
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+)
+
+// WriteComparison writes comparison.md: per strategy, the figures of the
+// simulation beside those of the real-HTTP replay, with their relative
+// difference ((real - simulated) / simulated).
+func WriteComparison(w io.Writer, simulated, real *Summary) error {
+	bw := bufio.NewWriter(w)
+	fmt.Fprintf(bw, "# %s: simulation and real HTTP\n\n", real.Scenario)
+	if real.Partial {
+		bw.WriteString("**Partial results: the replay was interrupted.**\n\n")
+	}
+	fmt.Fprintf(bw, "%d simulated run(s), %d real run(s), in scenario time.\n\n", simulated.Runs, real.Runs)
+	bw.WriteString("| strategy | figure | simulated | real | difference |\n| --- | --- | --- | --- | --- |\n")
+	sims := map[string]*StrategySummary{}
+	for i := range simulated.Strategies {
+		sims[simulated.Strategies[i].Name] = &simulated.Strategies[i]
+	}
+	for i := range real.Strategies {
+		r := &real.Strategies[i]
+		s, ok := sims[r.Name]
+		if !ok {
+			continue
+		}
+		rows := []struct {
+			name      string
+			sim, real *float64
+		}{
+			{"peak load (after the outage)", &s.PeakLoad, &r.PeakLoad},
+			{"recovery time (s)", s.RecoveryTimeS, r.RecoveryTimeS},
+			{"amplification", &s.Amplification, &r.Amplification},
+			{"delivered", &s.Delivered, &r.Delivered},
+			{"duplicates", &s.Duplicates, &r.Duplicates},
+		}
+		for _, row := range rows {
+			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", r.Name, row.name, cell(row.sim), cell(row.real), difference(row.sim, row.real))
+		}
+	}
+	bw.WriteString("\nA recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
+		"come from the in-process test server; against another --target they are not known (0).\n")
+	return bw.Flush()
+}
+
+func cell(x *float64) string {
+	if x == nil {
+		return "never"
+	}
+	return Count(*x)
+}
+
+// difference is (real - simulated) / simulated as a percentage, or the
+// absolute difference when the simulated value is 0.
+func difference(sim, real *float64) string {
+	switch {
+	case sim == nil || real == nil:
+		return "-"
+	case *sim == 0 && *real == 0:
+		return "0%"
+	case *sim == 0:
+		return fmt.Sprintf("+%s", Count(*real))
+	}
+	d := 100 * (*real - *sim) / math.Abs(*sim)
+	return fmt.Sprintf("%+.1f%%", d)
+}
