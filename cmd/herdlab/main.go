@@ -46,6 +46,7 @@ type cli struct {
 
 var commands = map[string]*command{
 	"check":    checkCmd,
+	"dlq":      dlqCmd,
 	"replay":   replayCmd,
 	"serve":    serveCmd,
 	"run":      runCmd,
