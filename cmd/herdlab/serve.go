@@ -28,6 +28,8 @@ SIGINT or SIGTERM. The scenario clock starts when it starts listening.`,
 		fs.String("addr", "127.0.0.1:8080", "address to listen on")
 		fs.Float64("time-scale", 1, "multiply every duration of the scenario (0.1: a 30 s outage takes 3 s)")
 		fs.String("log", "", "write the request log (JSON lines) to this file")
+		fs.String("idempotency-store", "", "keep idempotency keys in Redis: redis://HOST:PORT/DB (default: in memory)")
+		fs.Duration("idempotency-ttl", 24*time.Hour, "how long Redis keeps a key")
 	},
 	run: serve,
 }
@@ -59,6 +61,16 @@ func serve(c *cli, fs *flag.FlagSet) int {
 		}
 		defer f.Close()
 		opts.Log = f
+	}
+	if url, _ := fs.GetString("idempotency-store"); url != "" {
+		ttl, _ := fs.GetDuration("idempotency-ttl")
+		store, err := realhttp.NewRedisStore(c.ctx, url, ttl)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
+			return exitBadInput
+		}
+		defer store.Close()
+		opts.Store = store
 	}
 	srv, err := realhttp.NewServer(sc, opts)
 	if err != nil {

@@ -67,6 +67,7 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 		{[]string{"serve", "--scenario", occ, "--time-scale", "0"}, "--time-scale 0: want a number > 0"},
 		{[]string{"serve", "--scenario", occ}, "occ"},
 		{[]string{"serve", "--scenario", dir + "/nope.yaml"}, "cannot read"},
+		{[]string{"serve", "--scenario", occ, "--idempotency-store", "redis://127.0.0.1:1/0"}, "idempotency store"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := herdlab(tt.args...)
