@@ -211,3 +211,14 @@ func BenchmarkRender(b *testing.B) {
 		})
 	}
 }
+
+func TestComparisonChart(t *testing.T) {
+	s, runs := fixture(1)
+	c, err := ComparisonChart(s, runs, runs, Options{Width: 600, Height: 400})
+	require.NoError(t, err)
+	assert.Equal(t, "comparison", c.Name)
+	assert.Contains(t, c.Title, "real and simulated load")
+	img, err := png.Decode(bytes.NewReader(c.Data))
+	require.NoError(t, err)
+	assert.Equal(t, 600, img.Bounds().Dx())
+}

@@ -9,14 +9,18 @@ import (
 
 // WriteComparison writes comparison.md: per strategy, the figures of the
 // simulation beside those of the real-HTTP replay, with their relative
-// difference ((real - simulated) / simulated).
-func WriteComparison(w io.Writer, simulated, real *Summary) error {
+// difference ((real - simulated) / simulated), and the chart of both
+// load curves when chart names one.
+func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s: simulation and real HTTP\n\n", real.Scenario)
 	if real.Partial {
 		bw.WriteString("**Partial results: the replay was interrupted.**\n\n")
 	}
 	fmt.Fprintf(bw, "%d simulated run(s), %d real run(s), in scenario time.\n\n", simulated.Runs, real.Runs)
+	if chart != "" {
+		fmt.Fprintf(bw, "![%s: real and simulated load](%s)\n\n", real.Scenario, chart)
+	}
 	bw.WriteString("| strategy | figure | simulated | real | difference |\n| --- | --- | --- | --- | --- |\n")
 	sims := map[string]*StrategySummary{}
 	for i := range simulated.Strategies {

@@ -340,9 +340,10 @@ func TestWriteComparison(t *testing.T) {
 	real.Strategies[0].PeakLoad = 2272 // 10% above 2,065
 	real.Strategies[0].RecoveryTimeS = nil
 	var buf bytes.Buffer
-	require.NoError(t, WriteComparison(&buf, sim, real))
+	require.NoError(t, WriteComparison(&buf, sim, real, "comparison.png"))
 	out := buf.String()
 	assert.Contains(t, out, "| full-jitter | peak load (after the outage) | 2,065 | 2,272 | +10.0% |")
 	assert.Contains(t, out, "| full-jitter | recovery time (s) | 12.5 | never | - |")
 	assert.Contains(t, out, "| fixed-60s | amplification | 0 | 0 | 0% |")
+	assert.Contains(t, out, "](comparison.png)")
 }

@@ -135,8 +135,20 @@ func replay(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab replay: simulating for the comparison: %v\n", err)
 		return exitFailed
 	}
+	chart, err := plots.ComparisonChart(real.Summary, real.Runs, simulated.Runs, plots.Options{})
+	if err != nil {
+		fmt.Fprintf(c.stderr, "herdlab replay: %v\n", err)
+		return exitFailed
+	}
+	if err := results.WriteFile(filepath.Join(out, "comparison.png"), func(w io.Writer) error {
+		_, err := w.Write(chart.Data)
+		return err
+	}); err != nil {
+		fmt.Fprintf(c.stderr, "herdlab replay: %v\n", err)
+		return exitFailed
+	}
 	if err := results.WriteFile(filepath.Join(out, "comparison.md"), func(w io.Writer) error {
-		return results.WriteComparison(w, simulated.Summary, real.Summary)
+		return results.WriteComparison(w, simulated.Summary, real.Summary, "comparison.png")
 	}); err != nil {
 		fmt.Fprintf(c.stderr, "herdlab replay: %v\n", err)
 		return exitFailed

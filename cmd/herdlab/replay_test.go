@@ -29,7 +29,7 @@ strategies:
 	code, stdout, stderr := herdlab("replay", file, "--time-scale", "0.05", "-o", out)
 	require.Equal(t, exitOK, code, stderr)
 	assert.Contains(t, stdout, "lossy over real HTTP (time scale 0.05)")
-	for _, name := range []string{"summary.json", "timeseries.csv", "report.md", "report.html", "load.png", "comparison.md", "dlq.jsonl"} {
+	for _, name := range []string{"summary.json", "timeseries.csv", "report.md", "report.html", "load.png", "comparison.md", "comparison.png", "dlq.jsonl"} {
 		assert.FileExists(t, filepath.Join(out, name))
 	}
 	f, err := os.Open(filepath.Join(out, "summary.json"))
