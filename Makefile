@@ -14,9 +14,11 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/herdlab
 
-# test: formatting, vet, then every test with the race detector.
+# test: formatting, vet, every test with the race detector, then the
+# real-HTTP agreement test, which needs real time undistorted by it.
 test: lint
 	$(GO) test -race -count=1 ./...
+	$(GO) test -count=1 -run TestReplayAgreesWithTheSimulation ./cmd/herdlab
 
 # check: every shipped scenario's checks, the way a team gates its own in CI.
 check: build

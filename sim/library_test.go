@@ -125,6 +125,7 @@ var libraryChecks = map[string]func(t *testing.T, l *libraryRun){
 	"retry-after-http-date.yaml":     checkRetryAfterHTTPDate,
 	"dlq-replay.yaml":                checkDLQReplay,
 	"dispatcher-blocking.yaml":       checkDispatcherBlocking,
+	"real-mode.yaml":                 checkRealMode,
 	"metastable.yaml":                checkMetastable,
 	"load-spike-latch.yaml":          checkLoadSpikeLatch,
 	"flaky-dependency-0.1pct.yaml":   checkFlakyDependency,
@@ -298,6 +299,17 @@ func checkDispatcher(t *testing.T, l *libraryRun) {
 	assert.Less(t, fj.LatencyS.P50, 5.0, "full-jitter: the median webhook is delivered in about one call (3 s): delayed messages hold no worker")
 	rip := l.strategy(t, "retry-in-place")
 	assert.InDelta(t, 1-math.Pow(0.3, 5), rip.DeliveredRatio, 0.005, "retry-in-place: 5 attempts at 30% failure deliver 1 - 0.3^5")
+}
+
+func checkRealMode(t *testing.T, l *libraryRun) {
+	// The simulated half of the real-mode comparison (the real half is
+	// TestReplayAgreesWithTheSimulation in cmd/herdlab).
+	for _, name := range []string{"full-jitter", "equal-jitter"} {
+		s := l.strategy(t, name)
+		assert.Greater(t, s.DeliveredRatio, 0.99, "%s: the webhooks get through the outage", name)
+		require.NotNil(t, s.PeakLoadRatio)
+		assert.Less(t, *s.PeakLoadRatio, 1.3, "%s: the fleet returns near the gateway's capacity", name)
+	}
 }
 
 func checkDispatcherBlocking(t *testing.T, l *libraryRun) {
