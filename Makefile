@@ -18,7 +18,7 @@ build:
 # real-HTTP agreement test, which needs real time undistorted by it.
 test: lint
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run TestReplayAgreesWithTheSimulation ./cmd/herdlab
+	$(GO) test -count=1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian" ./cmd/herdlab ./realhttp
 
 # check: every shipped scenario's checks, the way a team gates its own in CI.
 check: build

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -100,7 +99,7 @@ func replay(c *cli, fs *flag.FlagSet) int {
 		for run := 0; run < sc.Runs && !partial; run++ {
 			r, err := replayOne(c.ctx, sc, st, run, target, realhttp.DriverOptions{TimeScale: scale, DLQ: dlq, MaxConns: maxConns})
 			switch {
-			case errors.Is(err, context.Canceled):
+			case err != nil && c.ctx.Err() != nil: // SIGINT or SIGTERM
 				partial = true
 			case err != nil:
 				fmt.Fprintf(c.stderr, "herdlab replay: %s: %v\n", st.Name, err)

@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,4 +67,24 @@ func TestReplayBadInput(t *testing.T) {
 		assert.Equal(t, exitBadInput, code, tt.args)
 		assert.Contains(t, stderr, tt.want, tt.args)
 	}
+}
+
+func TestReplayInterruptedWritesPartialResults(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	time.AfterFunc(500*time.Millisecond, cancel) // as SIGINT would
+	var stdout, stderr bytes.Buffer
+	code := run(ctx, []string{"replay", "../../scenarios/real-mode.yaml", "--time-scale", "0.2", "-o", out, "-q"}, &stdout, &stderr)
+	assert.Equal(t, exitFailed, code)
+	assert.Contains(t, stderr.String(), "interrupted: the results are partial")
+	f, err := os.Open(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	defer f.Close()
+	s, err := results.ReadJSON(f)
+	require.NoError(t, err)
+	assert.True(t, s.Partial)
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "Partial results")
 }
