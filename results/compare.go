@@ -46,6 +46,13 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", r.Name, row.name, cell(row.sim), cell(row.real), difference(row.sim, row.real))
 		}
 	}
+	bw.WriteString("\n")
+	for i := range real.Strategies {
+		r := &real.Strategies[i]
+		if s, ok := sims[r.Name]; ok {
+			fmt.Fprintf(bw, "%s: %s\n", r.Name, agreement(s, r))
+		}
+	}
 	bw.WriteString("\nA recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
 		"come from the in-process test server; against another --target they are not known (0).\n")
 	return bw.Flush()
@@ -71,4 +78,26 @@ func difference(sim, real *float64) string {
 	}
 	d := 100 * (*real - *sim) / math.Abs(*sim)
 	return fmt.Sprintf("%+.1f%%", d)
+}
+
+// AgreementTolerance is how far a real figure may be from the simulated
+// one, as a fraction, for comparison.md to call them in agreement.
+const AgreementTolerance = 0.15
+
+// agreement says whether peak load and recovery time agree within
+// AgreementTolerance (a recovery time within one second counts too).
+func agreement(sim, real *StrategySummary) string {
+	within := func(a, b, floor float64) bool { return math.Abs(a-b) <= math.Max(AgreementTolerance*math.Abs(a), floor) }
+	peak := within(sim.PeakLoad, real.PeakLoad, 0)
+	recovery := (sim.RecoveryTimeS == nil) == (real.RecoveryTimeS == nil) &&
+		(sim.RecoveryTimeS == nil || within(*sim.RecoveryTimeS, *real.RecoveryTimeS, 1))
+	switch {
+	case peak && recovery:
+		return "peak load and recovery time agree within 15%"
+	case peak:
+		return "peak load agrees within 15%; recovery time does not"
+	case recovery:
+		return "recovery time agrees within 15%; peak load does not"
+	}
+	return "neither peak load nor recovery time agrees within 15%"
 }

@@ -346,4 +346,6 @@ func TestWriteComparison(t *testing.T) {
 	assert.Contains(t, out, "| full-jitter | recovery time (s) | 12.5 | never | - |")
 	assert.Contains(t, out, "| fixed-60s | amplification | 0 | 0 | 0% |")
 	assert.Contains(t, out, "](comparison.png)")
+	assert.Contains(t, out, "full-jitter: peak load agrees within 15%; recovery time does not")
+	assert.Contains(t, out, "fixed-60s: peak load and recovery time agree within 15%")
 }

@@ -46,4 +46,7 @@ func TestReplayAgreesWithTheSimulation(t *testing.T) {
 	assert.InEpsilon(t, s.PeakLoad, r.PeakLoad, 0.15, "peak load within 15%")
 	assert.InDelta(t, *s.RecoveryTimeS, *r.RecoveryTimeS, max(0.15**s.RecoveryTimeS, sc.Bucket.Seconds()), "recovery time within 15% (or a bucket)")
 	assert.InEpsilon(t, s.Delivered, r.Delivered, 0.02)
+	cmp, err := os.ReadFile(filepath.Join(out, "comparison.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(cmp), "full-jitter: peak load and recovery time agree within 15%", "comparison.md states it")
 }
