@@ -87,7 +87,9 @@ const AgreementTolerance = 0.15
 // agreement says whether peak load and recovery time agree within
 // AgreementTolerance (a recovery time within one second counts too).
 func agreement(sim, real *StrategySummary) string {
-	within := func(a, b, floor float64) bool { return math.Abs(a-b) <= math.Max(AgreementTolerance*math.Abs(a), floor) }
+	within := func(a, b, floor float64) bool {
+		return math.Abs(a-b) <= math.Max(AgreementTolerance*math.Abs(a), floor)
+	}
 	peak := within(sim.PeakLoad, real.PeakLoad, 0)
 	recovery := (sim.RecoveryTimeS == nil) == (real.RecoveryTimeS == nil) &&
 		(sim.RecoveryTimeS == nil || within(*sim.RecoveryTimeS, *real.RecoveryTimeS, 1))
