@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
 )
 
 // The workload's arrivals, as sim/arrivals.go makes them: the same
@@ -49,54 +50,12 @@ func (d *driver) arrive(at time.Duration) {
 	}
 }
 
-// uniformAt returns when the uniform workload creates request k:
-// From + k * (Until-From) / Requests.
+// uniformAt returns when the uniform workload creates request k.
 func (d *driver) uniformAt(k int) time.Duration {
-	a := d.sc.Workload.Arrival
-	return a.From + time.Duration(float64(a.Until-a.From)*float64(k)/float64(d.limit))
+	return sim.UniformAt(d.sc.Workload.Arrival, d.limit, k)
 }
 
-// rateAt returns the poisson rate in force at t and when it next changes.
-func (d *driver) rateAt(t time.Duration) (rate float64, until time.Duration) {
-	a := d.sc.Workload.Arrival
-	end := a.Until
-	if end == 0 {
-		end = d.horizon
-	}
-	if t < a.From || t >= end {
-		return 0, end
-	}
-	rate, until = a.Rate, end
-	for _, s := range a.Schedule {
-		switch {
-		case t >= s.From && t < s.Until:
-			return s.Rate, min(s.Until, end)
-		case s.From > t:
-			until = min(until, s.From)
-		}
-	}
-	return rate, until
-}
-
-// nextPoisson returns the first arrival after t of the Poisson process
-// with the workload's piecewise-constant rate: an Exp(1) amount of work
-// spent across the rate's pieces.
+// nextPoisson returns the workload's first Poisson arrival after t.
 func (d *driver) nextPoisson(t time.Duration) (time.Duration, bool) {
-	a := d.sc.Workload.Arrival
-	end := a.Until
-	if end == 0 {
-		end = d.horizon
-	}
-	t = max(t, a.From)
-	need := d.rArrive.ExpFloat64()
-	for t < end {
-		rate, until := d.rateAt(t)
-		span := (until - t).Seconds()
-		if rate > 0 && need <= rate*span {
-			return t + time.Duration(need/rate*float64(time.Second)), true
-		}
-		need -= rate * span
-		t = until
-	}
-	return 0, false
+	return sim.NextPoisson(d.sc.Workload.Arrival, d.horizon, t, d.rArrive)
 }

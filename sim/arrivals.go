@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math/rand/v2"
 	"time"
 
 	"github.com/zeontools/herdlab/scenarios"
@@ -46,20 +47,26 @@ func (w *world) arrive() {
 	}
 }
 
-// uniformAt returns when the uniform workload creates request k: the
-// requests are spread evenly, From + k * (Until-From) / Requests.
+// uniformAt returns when the uniform workload creates request k.
 func (w *world) uniformAt(k int) time.Duration {
-	a := w.sc.Workload.Arrival
-	return a.From + time.Duration(float64(a.Until-a.From)*float64(k)/float64(w.limit))
+	return UniformAt(w.sc.Workload.Arrival, w.limit, k)
 }
 
-// rateAt returns the poisson rate in force at t and when it next changes.
-func (w *world) rateAt(t time.Duration) (rate float64, until time.Duration) {
-	a := w.sc.Workload.Arrival
-	end := a.Until
-	if end == 0 {
-		end = w.horizon
-	}
+// nextPoisson returns the workload's first Poisson arrival after t.
+func (w *world) nextPoisson(t time.Duration) (time.Duration, bool) {
+	return NextPoisson(w.sc.Workload.Arrival, w.horizon, t, w.rArrive)
+}
+
+// UniformAt returns when a uniform arrival of n requests creates request
+// k: the requests are spread evenly, From + k * (Until-From) / n. The
+// real-HTTP driver shares it, so both make the same workload.
+func UniformAt(a scenarios.Arrival, n, k int) time.Duration {
+	return a.From + time.Duration(float64(a.Until-a.From)*float64(k)/float64(n))
+}
+
+// rateAt returns the poisson rate of a in force at t, before end, and
+// when it next changes.
+func rateAt(a scenarios.Arrival, end, t time.Duration) (rate float64, until time.Duration) {
 	if t < a.From || t >= end {
 		return 0, end
 	}
@@ -75,19 +82,20 @@ func (w *world) rateAt(t time.Duration) (rate float64, until time.Duration) {
 	return rate, until
 }
 
-// nextPoisson returns the first arrival after t of a Poisson process with
-// the piecewise-constant rate of the workload: it draws an Exp(1) amount
-// of "work" and spends it across the rate's pieces.
-func (w *world) nextPoisson(t time.Duration) (time.Duration, bool) {
-	a := w.sc.Workload.Arrival
+// NextPoisson returns the first arrival after t of a Poisson arrival a
+// with its piecewise-constant rate (ending at Until, or at horizon when
+// Until is 0): it draws an Exp(1) amount of "work" from r and spends it
+// across the rate's pieces. The real-HTTP driver shares it, so both make
+// the same workload from the same draws.
+func NextPoisson(a scenarios.Arrival, horizon, t time.Duration, r *rand.Rand) (time.Duration, bool) {
 	end := a.Until
 	if end == 0 {
-		end = w.horizon
+		end = horizon
 	}
 	t = max(t, a.From)
-	need := w.rArrive.ExpFloat64()
+	need := r.ExpFloat64()
 	for t < end {
-		rate, until := w.rateAt(t)
+		rate, until := rateAt(a, end, t)
 		span := (until - t).Seconds()
 		if rate > 0 && need <= rate*span {
 			return t + time.Duration(need/rate*float64(time.Second)), true
