@@ -179,7 +179,6 @@ type driverRequest struct {
 	created time.Duration // scenario time of its arrival
 	planned time.Duration // scenario time its next attempt is due
 	sender  int32
-	next    int32 // the next request in its sender's dispatcher queue, -1 for none
 	tag     int32 // attempts sent: the number of the one in flight
 	bucket  int32 // the bucket the attempt in flight was sent in
 	state   uint8
@@ -190,9 +189,8 @@ type driverRequest struct {
 // driverSender is one sender's state beyond the strategy's: its
 // dispatcher.
 type driverSender struct {
-	retry      strategies.Sender
-	inFlight   int32
-	head, tail int32
+	retry strategies.Sender
+	pool  sim.Pool
 }
 
 // driverDone is an attempt's goroutine reporting to the loop.
@@ -222,6 +220,7 @@ type driver struct {
 
 	q          driverQueue
 	reqs       []driverRequest
+	next       []int32 // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders    []driverSender
 	perRequest bool
 	workers    int32
@@ -409,7 +408,7 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 		if n := sc.Workload.Senders; n > 0 {
 			d.senders = make([]driverSender, n)
 			for i := range d.senders {
-				d.senders[i].head, d.senders[i].tail = -1, -1
+				d.senders[i].pool = sim.NewPool()
 			}
 		} else {
 			d.perRequest = true
@@ -603,9 +602,12 @@ func (d *driver) newRequest(at time.Duration) {
 		s = i % int32(n)
 	}
 	if d.perRequest {
-		d.senders = append(d.senders, driverSender{head: -1, tail: -1})
+		d.senders = append(d.senders, driverSender{pool: sim.NewPool()})
 	}
-	d.reqs = append(d.reqs, driverRequest{key: uuid.New(), created: at, planned: at, sender: s, next: -1, bucket: -1})
+	d.reqs = append(d.reqs, driverRequest{key: uuid.New(), created: at, planned: at, sender: s, bucket: -1})
+	if d.workers > 0 {
+		d.next = append(d.next, -1)
+	}
 	d.arrived++
 	d.try(i)
 }
@@ -615,19 +617,10 @@ func (d *driver) newRequest(at time.Duration) {
 func (d *driver) try(i int32) {
 	r := &d.reqs[i]
 	if d.workers > 0 && r.flags&drvHasWorker == 0 {
-		sd := &d.senders[r.sender]
-		if sd.inFlight >= d.workers {
+		if !d.senders[r.sender].pool.Acquire(i, d.workers, d.next) {
 			r.state = drvQueued
-			r.next = -1
-			if sd.tail >= 0 {
-				d.reqs[sd.tail].next = i
-			} else {
-				sd.head = i
-			}
-			sd.tail = i
 			return
 		}
-		sd.inFlight++
 		r.flags |= drvHasWorker
 	}
 	var sd *strategies.Sender
@@ -680,14 +673,7 @@ func (d *driver) free(i int32, dec strategies.Decision) {
 	if d.workers == 0 {
 		return
 	}
-	sd := &d.senders[r.sender]
-	sd.inFlight--
-	if sd.head >= 0 {
-		j := sd.head
-		sd.head = d.reqs[j].next
-		if sd.head < 0 {
-			sd.tail = -1
-		}
+	if j, ok := d.senders[r.sender].pool.Release(d.next); ok {
 		d.reqs[j].state = drvWaiting
 		d.q.push(d.now, drvTry, j, 0)
 	}

@@ -74,9 +74,8 @@ const (
 
 // sender is one sender's state beyond the strategy's: its dispatcher.
 type sender struct {
-	retry      strategies.Sender
-	inFlight   int32 // attempts in flight, at most the workers
-	head, tail int32 // its queue of requests waiting for a worker; -1 when empty
+	retry strategies.Sender
+	pool  Pool
 }
 
 // epoch is the wall-clock time of virtual time 0, for HTTP-date hints.
@@ -238,7 +237,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		if n := sc.Workload.Senders; n > 0 {
 			w.senders = make([]sender, n)
 			for i := range w.senders {
-				w.senders[i].head, w.senders[i].tail = -1, -1
+				w.senders[i].pool = NewPool()
 			}
 		} else {
 			w.perRequest = true
@@ -410,7 +409,7 @@ func (w *world) newRequest() {
 		s = i % int32(n)
 	}
 	if w.perRequest {
-		w.senders = append(w.senders, sender{head: -1, tail: -1})
+		w.senders = append(w.senders, sender{pool: NewPool()})
 	}
 	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
 	if w.permits != nil {
@@ -434,19 +433,10 @@ func (w *world) newRequest() {
 func (w *world) try(i int32) {
 	r := &w.reqs[i]
 	if w.workers > 0 && r.flags&flagWorker == 0 {
-		sd := &w.senders[r.sender]
-		if sd.inFlight >= w.workers {
+		if !w.senders[r.sender].pool.Acquire(i, w.workers, w.next) {
 			r.state = stQueued
-			w.next[i] = -1
-			if sd.tail >= 0 {
-				w.next[sd.tail] = i
-			} else {
-				sd.head = i
-			}
-			sd.tail = i
 			return
 		}
-		sd.inFlight++
 		r.flags |= flagWorker
 	}
 	var sd *strategies.Sender
@@ -497,14 +487,7 @@ func (w *world) release(s int32) {
 	if w.workers == 0 {
 		return
 	}
-	sd := &w.senders[s]
-	sd.inFlight--
-	if sd.head >= 0 {
-		i := sd.head
-		sd.head = w.next[i]
-		if sd.head < 0 {
-			sd.tail = -1
-		}
+	if i, ok := w.senders[s].pool.Release(w.next); ok {
 		w.reqs[i].state = stWaiting
 		w.q.push(w.now, evTry, i, 0)
 	}
