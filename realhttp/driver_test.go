@@ -608,7 +608,10 @@ func TestDriverNoLeakedGoroutines(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusBadGateway)
 	}}
-	sc, st := driverScenario(t, 50, driverStrategy(driverFixed(time.Second), 0, time.Hour), func(sc *scenarios.Scenario) {
+	// Retries 20 s apart: the odd requests try at 0 and 20 s and wait for
+	// 40 s at the horizon, however slow a loaded machine answers (up to
+	// 10 s of scenario time, 100 ms of wall time, per attempt).
+	sc, st := driverScenario(t, 50, driverStrategy(driverFixed(20*time.Second), 0, time.Hour), func(sc *scenarios.Scenario) {
 		sc.Duration = 30 * time.Second
 	})
 	run, _ := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.01})
