@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -127,7 +128,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		n = n.Alias
 	}
 	d.where[path] = pos{n.Line, n.Column}
-	if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" { // ShortTag resolves the plain scalars With makes
 		return // `key:` or `key: ~` leaves the default
 	}
 	if v.CanAddr() {
@@ -309,8 +310,16 @@ func setDefaults(ptr reflect.Value) {
 	}
 }
 
-// yamlFields maps the yaml tag names of t's fields to their indexes.
+// fieldsOf caches yamlFields: a sweep decodes the same types once per
+// point.
+var fieldsOf sync.Map // reflect.Type -> map[string]int
+
+// yamlFields maps the yaml tag names of t's fields to their indexes. The
+// map is shared: callers must not change it.
 func yamlFields(t reflect.Type) map[string]int {
+	if f, ok := fieldsOf.Load(t); ok {
+		return f.(map[string]int)
+	}
 	fields := make(map[string]int, t.NumField())
 	for i := range t.NumField() {
 		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
@@ -318,6 +327,7 @@ func yamlFields(t reflect.Type) map[string]int {
 			fields[name] = i
 		}
 	}
+	fieldsOf.Store(t, fields)
 	return fields
 }
 

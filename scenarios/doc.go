@@ -14,6 +14,12 @@
 //		policy := st.Policy() // a *strategies.Policy
 //	}
 //
+// A scenario's sweep: section lists fields to vary and their values,
+// such as server.outages[0].duration over 10s..5m:8 (see Sweep and
+// ParseValues). Scenario.With returns the scenario with fields set to
+// other values, and Scenario.Points every point of a sweep; Parse builds
+// every point of a file's sweep, so a sweep that loads runs.
+//
 // A scenario value is plain data: it is safe to read from several
 // goroutines once loaded.
 package scenarios

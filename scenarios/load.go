@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -48,7 +49,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return fail(1, "file holds no YAML document")
 		}
-		return nil, syntaxError(file, err)
+		return nil, pathHint(syntaxError(file, err), data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
@@ -66,8 +67,27 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		return fail(doc.Line, "want a mapping of scenario fields at the top, got %s", kindName(doc))
 	}
 
+	s, err := build(file, doc, 0)
+	if err != nil {
+		return nil, err
+	}
+	if s.Sweep != nil {
+		// Every point of the sweep must build too. build never gets
+		// here: the points have no sweep.
+		if err := s.checkPoints(); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// build decodes and validates the scenario in the mapping doc, naming it
+// file in errors, as Parse does, but does not check a sweep's points.
+// fields is how many field paths the file is expected to have, 0 if
+// unknown.
+func build(file string, doc *yaml.Node, fields int) (*Scenario, error) {
 	s := Default()
-	d := &decoder{file: file, where: map[string]pos{}}
+	d := &decoder{file: file, where: make(map[string]pos, fields)}
 	d.decode(doc, reflect.ValueOf(&s).Elem(), "")
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
@@ -78,8 +98,27 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if err := d.err(); err != nil {
 		return nil, err
 	}
-	s.src = &source{file: file, where: d.where}
+	s.src = &source{file: file, where: d.where, root: doc}
 	return &s, nil
+}
+
+// flowPath matches a sweep's path with [ ] written unquoted in a { }
+// mapping, which YAML reads as the start of a list.
+var flowPath = regexp.MustCompile(`\{[^}]*\bpath:\s*[^"'\s][^,}\s]*\[`)
+
+// pathHint explains a syntax error where flowPath matches, on its line
+// or the next (yaml.v3 names the line before a flow mapping's), and
+// moves the error to that line.
+func pathHint(e *Error, data []byte) *Error {
+	lines := bytes.Split(data, []byte("\n"))
+	for line := e.Line; line <= e.Line+1 && line <= len(lines); line++ {
+		if flowPath.Match(lines[line-1]) {
+			e.Line = line
+			e.Msg += ` (in a { } mapping, quote a path with [ ], as in {path: "strategies[0].timeout", values: [1s, 2s]})`
+			break
+		}
+	}
+	return e
 }
 
 // place gives every FieldError in err the position of its field, or of

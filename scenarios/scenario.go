@@ -40,6 +40,9 @@ type Scenario struct {
 	Checks []Check `yaml:"checks"`
 	// Lint silences lint rules for this scenario.
 	Lint LintSettings `yaml:"lint"`
+	// Sweep is what `herdlab sweep` varies; nil when the file has none.
+	// A scenario from With has none.
+	Sweep *Sweep `yaml:"sweep"`
 
 	src *source // where each field was written, for a loaded file
 }
@@ -59,6 +62,7 @@ type Silence struct {
 type source struct {
 	file  string
 	where map[string]pos
+	root  *yaml.Node // the top-level mapping, which With copies and changes; never changed itself
 }
 
 // File returns the file the scenario was loaded from, or "" for one built

@@ -120,6 +120,9 @@ func (s *Scenario) Validate() error {
 			p.add(path+".reason", "missing: say why the setting is wanted")
 		}
 	}
+	if s.Sweep != nil {
+		s.Sweep.validate(&p)
+	}
 	seen := map[string]int{}
 	for i, st := range s.Strategies {
 		path := fmt.Sprintf("strategies[%d]", i)
