@@ -25,6 +25,13 @@
 //   - amplification: attempts per request of each strategy, with 95%
 //     confidence whiskers and a reference line at 1.
 //
+// SweepCharts draws the charts of a sweep (results.Sweep): with one
+// varied field, a line chart of the sweep's metric per strategy
+// ("sweep"); with two, a heatmap per strategy ("heatmap-NAME") on one
+// colour scale, x the first field and y the second. Points where the
+// metric does not exist (a server that never recovered) are drawn as
+// such, crosses above the lines or hatched cells, never as a number.
+//
 // With several runs, a per-bucket figure is the mean over the runs of its
 // strategy. A strategy has the same colour in every chart: the colour of
 // its index in Summary.Strategies in a fixed colour-blind-safe palette

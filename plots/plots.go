@@ -79,7 +79,8 @@ func (o Options) check() error {
 // Chart is one encoded chart.
 type Chart struct {
 	// Name is the file name without extension: "load", "recovery",
-	// "latency", "queue" or "amplification".
+	// "latency", "queue" or "amplification"; for a sweep, "sweep" or
+	// "heatmap-" and a strategy's name.
 	Name string
 	// Title is the chart's title, which names the scenario; reports use it
 	// as the caption.

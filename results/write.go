@@ -65,36 +65,36 @@ func WriteTimeseries(w io.Writer, bucket time.Duration, runs []*Run) error {
 // from a strategy's summary.
 var summaryColumns = []struct {
 	name string
-	get  func(s *StrategySummary) *float64
+	get  func(f *Figures) *float64
 }{
-	{"requests", func(s *StrategySummary) *float64 { return &s.Requests }},
-	{"attempts", func(s *StrategySummary) *float64 { return &s.Attempts }},
-	{"delivered", func(s *StrategySummary) *float64 { return &s.Delivered }},
-	{"delivered_ratio", func(s *StrategySummary) *float64 { return &s.DeliveredRatio }},
-	{"dead_lettered", func(s *StrategySummary) *float64 { return &s.DeadLettered }},
-	{"unfinished", func(s *StrategySummary) *float64 { return &s.Unfinished }},
-	{"duplicates", func(s *StrategySummary) *float64 { return &s.Duplicates }},
-	{"amplification", func(s *StrategySummary) *float64 { return &s.Amplification }},
-	{"peak_load", func(s *StrategySummary) *float64 { return &s.PeakLoad }},
-	{"peak_load_ratio", func(s *StrategySummary) *float64 { return s.PeakLoadRatio }},
-	{"peak_at_s", func(s *StrategySummary) *float64 { return &s.PeakAtS }},
-	{"peak_load_overall", func(s *StrategySummary) *float64 { return &s.PeakLoadOverall }},
-	{"recovery_time_s", func(s *StrategySummary) *float64 { return s.RecoveryTimeS }},
-	{"drain_time_s", func(s *StrategySummary) *float64 { return s.DrainTimeS }},
-	{"completion_time_s", func(s *StrategySummary) *float64 { return s.CompletionTimeS }},
-	{"latency_mean_s", func(s *StrategySummary) *float64 { return &s.LatencyS.Mean }},
-	{"latency_p50_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P50 }},
-	{"latency_p90_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P90 }},
-	{"latency_p99_s", func(s *StrategySummary) *float64 { return &s.LatencyS.P99 }},
-	{"latency_max_s", func(s *StrategySummary) *float64 { return &s.LatencyS.Max }},
-	{"processed", func(s *StrategySummary) *float64 { return &s.Processed }},
-	{"wasted_work", func(s *StrategySummary) *float64 { return &s.Wasted }},
-	{"short_circuited", func(s *StrategySummary) *float64 { return &s.ShortCircuited }},
-	{"rejected", func(s *StrategySummary) *float64 { return &s.Rejected }},
-	{"throttled", func(s *StrategySummary) *float64 { return &s.Throttled }},
-	{"timed_out", func(s *StrategySummary) *float64 { return &s.TimedOut }},
-	{"responses_lost", func(s *StrategySummary) *float64 { return &s.Lost }},
-	{"replayed", func(s *StrategySummary) *float64 { return &s.Replayed }},
+	{"requests", func(f *Figures) *float64 { return &f.Requests }},
+	{"attempts", func(f *Figures) *float64 { return &f.Attempts }},
+	{"delivered", func(f *Figures) *float64 { return &f.Delivered }},
+	{"delivered_ratio", func(f *Figures) *float64 { return &f.DeliveredRatio }},
+	{"dead_lettered", func(f *Figures) *float64 { return &f.DeadLettered }},
+	{"unfinished", func(f *Figures) *float64 { return &f.Unfinished }},
+	{"duplicates", func(f *Figures) *float64 { return &f.Duplicates }},
+	{"amplification", func(f *Figures) *float64 { return &f.Amplification }},
+	{"peak_load", func(f *Figures) *float64 { return &f.PeakLoad }},
+	{"peak_load_ratio", func(f *Figures) *float64 { return f.PeakLoadRatio }},
+	{"peak_at_s", func(f *Figures) *float64 { return &f.PeakAtS }},
+	{"peak_load_overall", func(f *Figures) *float64 { return &f.PeakLoadOverall }},
+	{"recovery_time_s", func(f *Figures) *float64 { return f.RecoveryTimeS }},
+	{"drain_time_s", func(f *Figures) *float64 { return f.DrainTimeS }},
+	{"completion_time_s", func(f *Figures) *float64 { return f.CompletionTimeS }},
+	{"latency_mean_s", func(f *Figures) *float64 { return &f.LatencyS.Mean }},
+	{"latency_p50_s", func(f *Figures) *float64 { return &f.LatencyS.P50 }},
+	{"latency_p90_s", func(f *Figures) *float64 { return &f.LatencyS.P90 }},
+	{"latency_p99_s", func(f *Figures) *float64 { return &f.LatencyS.P99 }},
+	{"latency_max_s", func(f *Figures) *float64 { return &f.LatencyS.Max }},
+	{"processed", func(f *Figures) *float64 { return &f.Processed }},
+	{"wasted_work", func(f *Figures) *float64 { return &f.Wasted }},
+	{"short_circuited", func(f *Figures) *float64 { return &f.ShortCircuited }},
+	{"rejected", func(f *Figures) *float64 { return &f.Rejected }},
+	{"throttled", func(f *Figures) *float64 { return &f.Throttled }},
+	{"timed_out", func(f *Figures) *float64 { return &f.TimedOut }},
+	{"responses_lost", func(f *Figures) *float64 { return &f.Lost }},
+	{"replayed", func(f *Figures) *float64 { return &f.Replayed }},
 }
 
 // WriteSummaryCSV writes summary.csv: one row per strategy, a figure per
@@ -111,7 +111,7 @@ func WriteSummaryCSV(w io.Writer, s *Summary) error {
 		bw.WriteString(st.Name)
 		for _, c := range summaryColumns {
 			bw.WriteString(",")
-			if x := c.get(st); x != nil {
+			if x := c.get(&st.Figures); x != nil {
 				bw.WriteString(strconv.FormatFloat(*x, 'g', -1, 64))
 			}
 		}

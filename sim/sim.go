@@ -67,13 +67,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 		wg.Go(func() {
 			for k := range next {
 				j := jobs[k]
-				w := newWorld(sc, &sc.Strategies[strats[j.strategy]], j.run, RunSeed(sc.Seed, j.run))
-				if opts.Progress != nil {
-					w.progress = opts.Progress
-					w.progressEvery = max(sc.Duration/ProgressUnits, 1)
-					w.progressNext = w.progressEvery
-				}
-				runs[k], errs[k] = w.simulate(ctx)
+				runs[k], errs[k] = runOne(ctx, sc, strats[j.strategy], j.run, opts.Progress)
 			}
 		})
 	}
@@ -87,6 +81,27 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 	}
 
 	return &Result{Summary: Summary(sc, runs), Runs: runs}, nil
+}
+
+// RunOne simulates replication run of the strategy of sc at index
+// strategy, in the calling goroutine; it is one of the runs Run makes, and
+// gives the same result. progress, when not nil, is called with units of
+// work done, ProgressUnits in all. sc must be valid.
+func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int)) (*results.Run, error) {
+	if strategy < 0 || strategy >= len(sc.Strategies) || run < 0 {
+		return nil, fmt.Errorf("scenario %s has no strategy %d, run %d", sc.Name, strategy, run)
+	}
+	return runOne(ctx, sc, strategy, run, progress)
+}
+
+func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int)) (*results.Run, error) {
+	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
+	if progress != nil {
+		w.progress = progress
+		w.progressEvery = max(sc.Duration/ProgressUnits, 1)
+		w.progressNext = w.progressEvery
+	}
+	return w.simulate(ctx)
 }
 
 // Summary summarises the runs of a scenario: runs holds sc.Runs runs of
@@ -172,16 +187,27 @@ func Setup(sc *scenarios.Scenario) results.Setup {
 // over the runs where it does; it is nil when it exists in none.
 func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary {
 	figs := make([]results.Figures, len(runs))
-	s := results.StrategySummary{Name: runs[0].Strategy}
 	for i, r := range runs {
 		figs[i] = r.Figures(setup)
+	}
+	s := SummarizeFigures(runs[0].Strategy, figs)
+	for _, r := range runs {
 		s.Engine.Events += r.Events
 		s.Engine.WallS += r.Wall.Seconds()
+	}
+	return s
+}
+
+// SummarizeFigures summarises one strategy from the figures of its runs,
+// as Summarize does, without the engine's costs.
+func SummarizeFigures(name string, figs []results.Figures) results.StrategySummary {
+	s := results.StrategySummary{Name: name}
+	for i := range figs {
 		if figs[i].RecoveryTimeS != nil {
 			s.RecoveredRuns++
 		}
 	}
-	if len(runs) == 1 {
+	if len(figs) == 1 {
 		s.Figures = figs[0]
 		return s
 	}

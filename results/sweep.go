@@ -1,0 +1,238 @@
+package results
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// RunRecord is one run of one strategy at one point of a sweep: its
+// figures and its latency histogram, which is all a sweep's outputs need.
+// A sweep stores one record per file; shards exchange them, and merging
+// records gives exactly the figures of the runs they came from.
+type RunRecord struct {
+	Point    int     `json:"point"`
+	Strategy string  `json:"strategy"`
+	Run      int     `json:"run"`
+	Figures  Figures `json:"figures"`
+	Events   int64   `json:"events"`
+	// Latency is the run's latency histogram, HDR-encoded (V2,
+	// compressed): decoding it gives back every count.
+	Latency []byte `json:"latency_hdr"`
+}
+
+// NewRunRecord records run r, at point, with its figures under setup.
+func NewRunRecord(point int, r *Run, setup Setup) (RunRecord, error) {
+	enc, err := r.Latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	if err != nil {
+		return RunRecord{}, fmt.Errorf("results: encoding a latency histogram: %w", err)
+	}
+	return RunRecord{
+		Point:    point,
+		Strategy: r.Strategy,
+		Run:      r.Run,
+		Figures:  r.Figures(setup),
+		Events:   r.Events,
+		Latency:  enc,
+	}, nil
+}
+
+// Histogram decodes the record's latency histogram.
+func (r *RunRecord) Histogram() (*hdrhistogram.Histogram, error) {
+	h, err := hdrhistogram.Decode(r.Latency)
+	if err != nil {
+		return nil, fmt.Errorf("results: decoding the latency histogram of point %d, %s, run %d: %w", r.Point, r.Strategy, r.Run, err)
+	}
+	return h, nil
+}
+
+// WriteRecord writes a record as JSON.
+func WriteRecord(w io.Writer, r *RunRecord) error {
+	return json.NewEncoder(w).Encode(r)
+}
+
+// ReadRecord reads a record written by WriteRecord.
+func ReadRecord(r io.Reader) (*RunRecord, error) {
+	var rec RunRecord
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rec); err != nil {
+		return nil, err
+	}
+	return &rec, nil
+}
+
+// Sweep is sweep.json: a scenario run at every point of a grid of
+// values of some of its fields, with each strategy's figures at each
+// point.
+type Sweep struct {
+	Scenario string `json:"scenario"`
+	Seed     uint64 `json:"seed"`
+	Runs     int    `json:"runs"`
+	// Metric is the figure the charts show, such as recovery_time_s.
+	Metric     string       `json:"metric"`
+	Axes       []Axis       `json:"vary"`
+	Strategies []string     `json:"strategies"`
+	Points     []SweepPoint `json:"points"`
+}
+
+// Axis is one varied field and its values, in the order swept.
+type Axis struct {
+	Path   string   `json:"path"`
+	Label  string   `json:"label,omitempty"`
+	Values []string `json:"values"`
+	// Log is set when the values are a geometric range.
+	Log bool `json:"log,omitempty"`
+}
+
+// Name is how reports name the axis: its label, or else its path.
+func (a Axis) Name() string {
+	if a.Label != "" {
+		return a.Label
+	}
+	return a.Path
+}
+
+// SweepPoint is one point of the grid: a value per axis, and every
+// strategy's figures there. Points are in grid order, the first axis
+// changing slowest.
+type SweepPoint struct {
+	Index      int            `json:"point"`
+	Values     []string       `json:"values"`
+	Strategies []PointSummary `json:"strategies"`
+}
+
+// PointSummary is one strategy's figures at a point: those of its run, or
+// with several runs their means, with the 95% confidence half-widths in
+// CI95, as in summary.json.
+type PointSummary struct {
+	Name string `json:"name"`
+	Figures
+	RecoveredRuns int      `json:"recovered_runs"`
+	CI95          *Figures `json:"ci95,omitempty"`
+	// LatencyPooledS is the latency of every request delivered in any of
+	// the point's runs: quantiles of the runs' histograms merged.
+	LatencyPooledS Latency `json:"latency_pooled_s"`
+	Events         int64   `json:"events"`
+}
+
+// Recovered reports whether the server recovered in every run of the
+// strategy at point p.
+func (s *Sweep) Recovered(p *PointSummary) bool { return p.RecoveredRuns == s.Runs }
+
+// Value returns the point's value of a figure named as in summary.json
+// (recovery_time_s, latency_s.p99, recovered_runs...), and false when the
+// figure does not exist there (a server that never recovered).
+func (p *PointSummary) Value(figure string) (float64, bool) {
+	if figure == "recovered_runs" {
+		return float64(p.RecoveredRuns), true
+	}
+	return FigureValue(&p.Figures, figure)
+}
+
+// FigureValue returns the figure of f named as in summary.json, such as
+// peak_load_ratio or latency_s.p99; false when it does not exist (a nil
+// figure, or an unknown name). dead_lettered_by.REASON is 0 for a reason
+// without dead letters.
+func FigureValue(f *Figures, name string) (float64, bool) {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return 0, false
+	}
+	var cur any
+	if err := json.Unmarshal(data, &cur); err != nil {
+		return 0, false
+	}
+	for part := range strings.SplitSeq(name, ".") {
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return 0, false
+		}
+		if cur, ok = m[part]; !ok {
+			return 0, strings.HasPrefix(name, "dead_lettered_by.") && strings.Count(name, ".") == 1
+		}
+	}
+	x, ok := cur.(float64)
+	return x, ok
+}
+
+// WriteSweepJSON writes s as sweep.json: indented, fields in a fixed
+// order, so equal sweeps give equal bytes.
+func WriteSweepJSON(w io.Writer, s *Sweep) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(s)
+}
+
+// ReadSweepJSON reads a sweep written by WriteSweepJSON.
+func ReadSweepJSON(r io.Reader) (*Sweep, error) {
+	var s Sweep
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&s); err != nil {
+		return nil, fmt.Errorf("results: reading sweep: %w", err)
+	}
+	return &s, nil
+}
+
+// WriteSweepCSV writes sweep.csv: one row per point, strategy and run, in
+// that order, with the point's value of each axis (a column named by its
+// path), whether the server recovered, and the figures of summary.csv.
+// records must hold every run of s.
+func WriteSweepCSV(w io.Writer, s *Sweep, records []RunRecord) error {
+	cw := csv.NewWriter(w)
+	header := []string{"point"}
+	for _, a := range s.Axes {
+		header = append(header, a.Path)
+	}
+	header = append(header, "strategy", "run", "recovered")
+	for _, c := range summaryColumns {
+		header = append(header, c.name)
+	}
+	cw.Write(header)
+	for i := range records {
+		r := &records[i]
+		row := []string{strconv.Itoa(r.Point)}
+		row = append(row, s.Points[r.Point].Values...)
+		row = append(row, r.Strategy, strconv.Itoa(r.Run), strconv.FormatBool(r.Figures.RecoveryTimeS != nil))
+		for _, c := range summaryColumns {
+			cell := ""
+			if x := c.get(&r.Figures); x != nil {
+				cell = strconv.FormatFloat(*x, 'g', -1, 64)
+			}
+			row = append(row, cell)
+		}
+		cw.Write(row)
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// PooledLatency merges the latency histograms of records, exactly, and
+// returns the latency of every delivered request they hold: quantiles of
+// the merged histogram, the mean weighted by deliveries.
+func PooledLatency(records []*RunRecord) (Latency, error) {
+	merged := LatencyHistogram()
+	var sum float64
+	for _, r := range records {
+		h, err := r.Histogram()
+		if err != nil {
+			return Latency{}, err
+		}
+		if dropped := merged.Merge(h); dropped > 0 {
+			return Latency{}, fmt.Errorf("results: merging the latency histogram of point %d, %s, run %d dropped %d values", r.Point, r.Strategy, r.Run, dropped)
+		}
+		sum += r.Figures.LatencyS.Mean * float64(h.TotalCount())
+	}
+	n := merged.TotalCount()
+	if n == 0 {
+		return Latency{}, nil
+	}
+	q := merged.ValueAtPercentilesSlice([]float64{50, 90, 99})
+	return Latency{Mean: sum / float64(n), P50: micros(q[0]), P90: micros(q[1]), P99: micros(q[2]), Max: micros(merged.Max())}, nil
+}
