@@ -15,10 +15,11 @@ build:
 	$(GO) build -o $(BIN) ./cmd/herdlab
 
 # test: formatting, vet, every test with the race detector, then the
-# real-HTTP agreement test, which needs real time undistorted by it.
+# tests that need real time undistorted by it (the real-HTTP agreement and
+# timing) or are too slow under it (the metastable phase diagram).
 test: lint
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian" ./cmd/herdlab ./realhttp
+	$(GO) test -count=1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram" ./cmd/herdlab ./realhttp ./sweep
 
 # check: every shipped scenario's checks, the way a team gates its own in CI.
 check: build
@@ -44,11 +45,17 @@ fuzz:
 demo: build
 	./$(BIN) run $(SCENARIO)
 
-# docs: regenerate the charts the README shows (commit them after a look).
+# docs: regenerate the charts the README shows (commit them after a look):
+# the default scenario's load and recovery, and the metastable scenario's
+# phase diagram (3 runs a point, about 25 s on 2 cores).
 docs: build
 	./$(BIN) run $(SCENARIO) -q --out out/docs
+	rm -rf out/docs-phase
+	./$(BIN) sweep scenarios/metastable.yaml --runs 3 -q --out out/docs-phase
 	mkdir -p docs
 	cp out/docs/load.png out/docs/recovery.png docs/
+	cp out/docs-phase/heatmap-immediate.png docs/phase-immediate.png
+	cp out/docs-phase/heatmap-equal-jitter-10s.png docs/phase-equal-jitter-10s.png
 
 clean:
 	rm -rf bin out

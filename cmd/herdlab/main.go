@@ -46,6 +46,8 @@ type cli struct {
 
 var commands = map[string]*command{
 	"check":    checkCmd,
+	"merge":    mergeCmd,
+	"sweep":    sweepCmd,
 	"dlq":      dlqCmd,
 	"replay":   replayCmd,
 	"serve":    serveCmd,

@@ -16,6 +16,7 @@ import (
 // *progress is silent.
 type progress struct {
 	done  atomic.Int64
+	note  atomic.Pointer[string] // shown after the title, when set
 	stop  chan struct{}
 	wg    sync.WaitGroup
 	total int
@@ -55,6 +56,9 @@ func startProgress(w io.Writer, title string, total int) *progress {
 				return
 			case <-tick.C:
 				bar.Set(int(p.done.Load()))
+				if note := p.note.Swap(nil); note != nil {
+					bar.Describe(title + " " + *note)
+				}
 			}
 		}
 	})
@@ -64,6 +68,14 @@ func startProgress(w io.Writer, title string, total int) *progress {
 func (p *progress) add(n int) {
 	if p != nil {
 		p.done.Add(int64(n))
+	}
+}
+
+// set sets the units done, and the note shown after the title.
+func (p *progress) set(done int, note string) {
+	if p != nil {
+		p.done.Store(int64(done))
+		p.note.Store(&note)
 	}
 }
 

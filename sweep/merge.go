@@ -1,0 +1,249 @@
+package sweep
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/zeontools/herdlab/plots"
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/sim"
+)
+
+// Records are the records of a whole sweep, read from the folders of its
+// shards.
+type Records struct {
+	Spec Spec
+	// Metric is the metric of the first folder's manifest.
+	Metric string
+	// List holds one record per unit, in unit order.
+	List []results.RunRecord
+	raw  [][]byte // each record's file, as read
+}
+
+// Collect reads the records of a sweep from the folders of its shards (or
+// the one folder of an unsharded sweep). The folders must hold the same
+// sweep and, between them, every unit; a unit found in two folders must
+// have the same record in both.
+func Collect(dirs ...string) (*Records, error) {
+	if len(dirs) == 0 {
+		return nil, errors.New("name at least one sweep folder")
+	}
+	var rs *Records
+	var shards []Shard
+	for _, dir := range dirs {
+		m, err := readManifest(dir)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("%s: not a sweep folder (no manifest.json)", dir)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if rs == nil {
+			rs = &Records{Spec: m.Spec, Metric: m.Metric}
+		} else if !sameSpec(&rs.Spec, &m.Spec) {
+			return nil, fmt.Errorf("%s: %w than %s (%s)", dir, ErrOtherSweep, dirs[0], specDiff(&m.Spec, &rs.Spec))
+		}
+		sh, err := ParseShard(m.Shard)
+		if err != nil {
+			return nil, fmt.Errorf("%s: manifest.json: %v", dir, err)
+		}
+		shards = append(shards, sh)
+	}
+
+	n := rs.Spec.Units()
+	rs.List = make([]results.RunRecord, n)
+	rs.raw = make([][]byte, n)
+	var missing []int
+	for k := range n {
+		for _, dir := range dirs {
+			path := rs.Spec.recordFile(dir, k)
+			data, err := os.ReadFile(path)
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			if err != nil {
+				return nil, err
+			}
+			if rs.raw[k] != nil {
+				if !bytes.Equal(rs.raw[k], data) {
+					return nil, fmt.Errorf("%s differs from the same run in another folder: were they run by different versions of herdlab?", path)
+				}
+				continue
+			}
+			rec, err := results.ReadRecord(bytes.NewReader(data))
+			if err != nil {
+				return nil, fmt.Errorf("%s: %v", path, err)
+			}
+			if p, s, r := rs.Spec.unit(k); rec.Point != p || rec.Strategy != rs.Spec.Strategies[s] || rec.Run != r {
+				return nil, fmt.Errorf("%s: holds point %d, %s, run %d, not the run its name says", path, rec.Point, rec.Strategy, rec.Run)
+			}
+			rs.List[k], rs.raw[k] = *rec, data
+		}
+		if rs.raw[k] == nil {
+			missing = append(missing, k)
+		}
+	}
+	if len(missing) > 0 {
+		return nil, missingError(&rs.Spec, missing, shards)
+	}
+	return rs, nil
+}
+
+// missingError says which runs are missing and, when the folders are
+// shards of one split, which shards should have made them.
+func missingError(spec *Spec, missing []int, have []Shard) error {
+	p, s, r := spec.unit(missing[0])
+	msg := fmt.Sprintf("%d of the sweep's %d runs are missing (the first: point %d, %s, run %d)", len(missing), spec.Units(), p, spec.Strategies[s], r)
+	n := have[0].N
+	if slices.ContainsFunc(have, func(sh Shard) bool { return sh.N != n }) {
+		return errors.New(msg)
+	}
+	var lack []string
+	unfinished := false
+	for _, k := range missing {
+		sh := Shard{k%n + 1, n}
+		unfinished = unfinished || slices.Contains(have, sh)
+		if s := sh.String(); !slices.Contains(lack, s) {
+			lack = append(lack, s)
+		}
+	}
+	if unfinished {
+		return fmt.Errorf("%s: shard(s) %s not given or not finished (run them again to finish)", msg, strings.Join(lack, ", "))
+	}
+	return fmt.Errorf("%s: shard(s) %s not given", msg, strings.Join(lack, ", "))
+}
+
+// Build computes a sweep's figures from its records: at every point, each
+// strategy's means and confidence half-widths over its runs (as
+// summary.json has them), and its latency over the runs' merged
+// histograms.
+func Build(rs *Records, metric string) (*results.Sweep, error) {
+	spec := &rs.Spec
+	s := &results.Sweep{
+		Scenario:   spec.Scenario,
+		Seed:       spec.Seed,
+		Runs:       spec.Runs,
+		Metric:     metric,
+		Axes:       spec.Axes,
+		Strategies: spec.Strategies,
+	}
+	per := spec.Runs
+	for p := range spec.Points {
+		pt := results.SweepPoint{Index: p, Values: pointValues(spec.Axes, p)}
+		for si, name := range spec.Strategies {
+			k := (p*len(spec.Strategies) + si) * per
+			recs := make([]*results.RunRecord, per)
+			figs := make([]results.Figures, per)
+			var events int64
+			for r := range per {
+				recs[r] = &rs.List[k+r]
+				figs[r] = recs[r].Figures
+				events += recs[r].Events
+			}
+			sum := sim.SummarizeFigures(name, figs)
+			pooled, err := results.PooledLatency(recs)
+			if err != nil {
+				return nil, err
+			}
+			pt.Strategies = append(pt.Strategies, results.PointSummary{
+				Name:           name,
+				Figures:        sum.Figures,
+				RecoveredRuns:  sum.RecoveredRuns,
+				CI95:           sum.CI95,
+				LatencyPooledS: pooled,
+				Events:         events,
+			})
+		}
+		s.Points = append(s.Points, pt)
+	}
+	return s, nil
+}
+
+// pointValues returns the value of each axis at point p: points go
+// through the grid with the first axis changing slowest.
+func pointValues(axes []results.Axis, p int) []string {
+	vals := make([]string, len(axes))
+	for i := len(axes) - 1; i >= 0; i-- {
+		n := len(axes[i].Values)
+		vals[i] = axes[i].Values[p%n]
+		p /= n
+	}
+	return vals
+}
+
+// Write writes a sweep's outputs into dir, each file atomically:
+// sweep.csv, sweep.json, the charts (none when charts is nil) and
+// report.md.
+func Write(dir string, s *results.Sweep, rs *Records, charts *plots.Options) error {
+	var images []results.Image
+	if charts != nil {
+		cs, err := plots.SweepCharts(s, *charts)
+		if err != nil {
+			return err
+		}
+		for _, ch := range cs {
+			images = append(images, results.Image{File: ch.File(*charts), Caption: ch.Title, Data: ch.Data})
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	type file struct {
+		name  string
+		write func(io.Writer) error
+	}
+	files := []file{
+		{"sweep.csv", func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
+		{"sweep.json", func(w io.Writer) error { return results.WriteSweepJSON(w, s) }},
+	}
+	for _, im := range images {
+		files = append(files, file{im.File, func(w io.Writer) error { _, err := w.Write(im.Data); return err }})
+	}
+	files = append(files, file{"report.md", func(w io.Writer) error { return results.WriteSweepReport(w, s, images) }})
+	for _, f := range files {
+		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Merge writes into out the sweep whose records Collect read from its
+// shards' folders: the records (so that out is itself a complete sweep
+// folder), its manifest, and the outputs of Write, which are those of one
+// unsharded sweep. metric "" takes the shards' metric.
+func Merge(out string, rs *Records, metric string, charts *plots.Options) (*results.Sweep, error) {
+	if metric == "" {
+		metric = rs.Metric
+	}
+	s, err := Build(rs, metric)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(out, "records"), 0o755); err != nil {
+		return nil, err
+	}
+	m := manifest{Spec: rs.Spec, Shard: All.String(), Metric: metric}
+	if have, err := readManifest(out); err == nil && sameSpec(&have.Spec, &rs.Spec) {
+		m.Shard = have.Shard // one of the shards' own folders: it stays that shard's
+	}
+	if err := claim(out, m); err != nil {
+		return nil, err
+	}
+	for k := range rs.Spec.Units() {
+		path := rs.Spec.recordFile(out, k)
+		if done(path) {
+			continue
+		}
+		if err := results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(rs.raw[k]); return err }); err != nil {
+			return nil, err
+		}
+	}
+	return s, Write(out, s, rs, charts)
+}

@@ -1,0 +1,395 @@
+// Package sweep runs a scenario at every point of a grid of values of
+// some of its fields, to find where a retry strategy stops recovering on
+// its own: the edge of metastable failure.
+//
+// A sweep is made of units: one run of one strategy at one point. Each
+// unit's result is a results.RunRecord in its own file under the output
+// folder's records/, so an interrupted sweep resumes where it stopped, a
+// sweep can be split into shards that run anywhere, and Collect and Build
+// turn the records of all shards into exactly the outputs of one
+// unsharded sweep.
+package sweep
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+)
+
+// DefaultMetric is the figure a sweep charts unless told otherwise.
+const DefaultMetric = "recovery_time_s"
+
+// Spec is what identifies a sweep: the scenario, its points and
+// strategies, runs and seed. It is in the folder's manifest.json; shards
+// of one sweep have equal specs, and a folder is only resumed or merged
+// by a sweep with the same spec.
+type Spec struct {
+	Scenario string `json:"scenario"`
+	// Digest is a SHA-256 of every point's scenario: any change to the
+	// file, the values or the flags gives another digest.
+	Digest     string         `json:"digest"`
+	Seed       uint64         `json:"seed"`
+	Runs       int            `json:"runs"`
+	Axes       []results.Axis `json:"vary"`
+	Strategies []string       `json:"strategies"`
+	Points     int            `json:"points"`
+}
+
+// Units returns how many units (runs of one strategy at one point) the
+// sweep has.
+func (s *Spec) Units() int { return s.Points * len(s.Strategies) * s.Runs }
+
+// unit returns the point, strategy (index into Strategies) and run of
+// unit k: units go point by point, then strategy by strategy, then run by
+// run.
+func (s *Spec) unit(k int) (point, strategy, run int) {
+	run = k % s.Runs
+	k /= s.Runs
+	return k / len(s.Strategies), k % len(s.Strategies), run
+}
+
+// recordFile is where unit k's record lives in a sweep folder.
+func (s *Spec) recordFile(dir string, k int) string {
+	p, st, r := s.unit(k)
+	return filepath.Join(dir, "records", fmt.Sprintf("p%05d-s%02d-r%04d.json", p, st, r))
+}
+
+// Plan is a sweep ready to run: its spec and the scenario of each point.
+type Plan struct {
+	Spec Spec
+	// Metric is the figure the charts show.
+	Metric     string
+	points     []*scenarios.Scenario
+	strategies []int // indexes into each point's strategies
+}
+
+// NewPlan plans the sweep of sc over vary, charting metric (default
+// recovery_time_s), with the strategies named in only (all when empty).
+// sc's Runs and Seed, as loaded or overridden, hold at every point, but a
+// varied seed wins. Every point is built and validated: an error is bad
+// input, reported before anything runs.
+func NewPlan(sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string) (*Plan, error) {
+	if len(vary) == 0 {
+		return nil, errors.New("nothing to vary: give --vary PATH=VALUES or a sweep: section in the scenario")
+	}
+	if metric == "" {
+		metric = DefaultMetric
+	}
+	if err := CheckMetric(metric); err != nil {
+		return nil, err
+	}
+	if err := sim.CheckStrategies(sc, only); err != nil {
+		return nil, err
+	}
+	points, err := sc.Points(vary)
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{Spec: Spec{Scenario: sc.Name, Seed: sc.Seed, Runs: sc.Runs, Points: len(points)}, Metric: metric}
+	for i, st := range sc.Strategies {
+		if len(only) == 0 || slices.Contains(only, st.Name) {
+			p.strategies = append(p.strategies, i)
+			p.Spec.Strategies = append(p.Spec.Strategies, st.Name)
+		}
+	}
+	for _, v := range vary {
+		p.Spec.Axes = append(p.Spec.Axes, results.Axis{Path: v.Path, Label: v.Label, Values: v.Values, Log: v.Log})
+	}
+	digest := sha256.New()
+	for _, pt := range points {
+		s := pt.Scenario
+		s.Runs = sc.Runs
+		if !slices.ContainsFunc(pt.Settings, func(set scenarios.Setting) bool { return set.Path == "seed" }) {
+			s.Seed = sc.Seed
+		}
+		if err := s.Validate(); err != nil {
+			return nil, fmt.Errorf("%s: %w", settingsString(pt.Settings), err)
+		}
+		// Struct fields marshal in a fixed order, maps sorted: the digest
+		// is a function of the point's scenario alone.
+		data, err := json.Marshal(s)
+		if err != nil {
+			return nil, err
+		}
+		digest.Write(data)
+		p.points = append(p.points, s)
+	}
+	p.Spec.Digest = hex.EncodeToString(digest.Sum(nil))
+	return p, nil
+}
+
+// CheckMetric reports a metric that is not a figure of summary.json.
+func CheckMetric(metric string) error {
+	if !slices.Contains(scenarios.Figures, metric) {
+		return fmt.Errorf("--metric %q: not a figure of summary.json (one of %s)", metric, strings.Join(scenarios.Figures, ", "))
+	}
+	return nil
+}
+
+func settingsString(set []scenarios.Setting) string {
+	parts := make([]string, len(set))
+	for i, s := range set {
+		parts[i] = s.Path + "=" + s.Value
+	}
+	return strings.Join(parts, " ")
+}
+
+// Shard is part I of N of a sweep's units, 1 <= I <= N: unit k belongs to
+// shard k mod N + 1, so every shard gets a share of every region of the
+// grid.
+type Shard struct{ I, N int }
+
+// All is the whole sweep, as one shard.
+var All = Shard{1, 1}
+
+// ParseShard parses "I/N".
+func ParseShard(s string) (Shard, error) {
+	is, ns, ok := strings.Cut(s, "/")
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || n < 1 || i < 1 || i > n {
+		return Shard{}, fmt.Errorf("--shard %q: want I/N with 1 <= I <= N, such as 2/4", s)
+	}
+	return Shard{i, n}, nil
+}
+
+func (sh Shard) String() string { return fmt.Sprintf("%d/%d", sh.I, sh.N) }
+
+func (sh Shard) owns(k int) bool { return k%sh.N == sh.I-1 }
+
+// Options says how to run a plan.
+type Options struct {
+	// Shard is the part of the sweep to run; the zero value means All.
+	Shard Shard
+	// Parallel is how many units run at once; 0 means GOMAXPROCS.
+	Parallel int
+	// Progress, when set, is called after each unit with the shard's
+	// progress, from the units' goroutines, one call at a time.
+	Progress func(Progress)
+}
+
+// Progress is how far a shard of a sweep has come. A point is done when
+// the shard's units at that point are.
+type Progress struct {
+	Units, UnitsDone   int
+	Points, PointsDone int
+}
+
+// Stats says what Run did.
+type Stats struct {
+	Ran, Skipped int           // units run now, and found done before
+	Events       int64         // events simulated by the units run now
+	Wall         time.Duration // wall-clock time of Run
+}
+
+// ErrOtherSweep is returned, wrapped, when a folder holds the records of
+// a different sweep.
+var ErrOtherSweep = errors.New("the folder holds another sweep")
+
+// manifest is manifest.json: the spec, the shard that wrote the folder,
+// and the metric to chart (which the records do not depend on).
+type manifest struct {
+	Spec   Spec   `json:"sweep"`
+	Shard  string `json:"shard"`
+	Metric string `json:"metric"`
+}
+
+// Run runs the units of the plan's shard that dir does not already hold,
+// writing each one's record into dir/records/ as soon as it is done. A
+// cancelled ctx stops it; what was done stays done, and running the same
+// plan again resumes.
+func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error) {
+	start := time.Now()
+	shard := opts.Shard
+	if shard == (Shard{}) {
+		shard = All
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "records"), 0o755); err != nil {
+		return Stats{}, err
+	}
+	if err := claim(dir, manifest{p.Spec, shard.String(), p.Metric}); err != nil {
+		return Stats{}, err
+	}
+
+	var todo []int
+	var st Stats
+	left := map[int]int{} // units left per point of the shard
+	points := 0
+	for k := range p.Spec.Units() {
+		if !shard.owns(k) {
+			continue
+		}
+		pt, _, _ := p.Spec.unit(k)
+		if _, seen := left[pt]; !seen {
+			left[pt] = 0
+			points++
+		}
+		if done(p.Spec.recordFile(dir, k)) {
+			st.Skipped++
+			continue
+		}
+		left[pt]++
+		todo = append(todo, k)
+	}
+	var mu sync.Mutex
+	prog := Progress{Units: st.Skipped + len(todo), UnitsDone: st.Skipped, Points: points}
+	for _, n := range left {
+		if n == 0 {
+			prog.PointsDone++
+		}
+	}
+	report := func(k int) {
+		mu.Lock()
+		defer mu.Unlock()
+		pt, _, _ := p.Spec.unit(k)
+		prog.UnitsDone++
+		if left[pt]--; left[pt] == 0 {
+			prog.PointsDone++
+		}
+		if opts.Progress != nil {
+			opts.Progress(prog)
+		}
+	}
+	if opts.Progress != nil {
+		opts.Progress(prog)
+	}
+
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	var events atomic.Int64
+	errs := make([]error, len(todo))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(parallel, len(todo)) {
+		wg.Go(func() {
+			for i := range next {
+				k := todo[i]
+				n, err := p.runUnit(ctx, dir, k)
+				if err != nil {
+					errs[i] = err
+					continue
+				}
+				events.Add(n)
+				report(k)
+			}
+		})
+	}
+feed:
+	for i := range todo {
+		select {
+		case next <- i:
+		case <-ctx.Done():
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	st.Ran, st.Events, st.Wall = prog.UnitsDone-st.Skipped, events.Load(), time.Since(start)
+	if err := ctx.Err(); err != nil {
+		return st, err
+	}
+	return st, errors.Join(errs...)
+}
+
+// runUnit runs unit k and writes its record; it returns the events
+// simulated.
+func (p *Plan) runUnit(ctx context.Context, dir string, k int) (int64, error) {
+	pt, si, run := p.Spec.unit(k)
+	sc := p.points[pt]
+	r, err := sim.RunOne(ctx, sc, p.strategies[si], run, nil)
+	if err != nil {
+		return 0, err
+	}
+	rec, err := results.NewRunRecord(pt, r, sim.Setup(sc))
+	if err != nil {
+		return 0, err
+	}
+	return r.Events, results.WriteFile(p.Spec.recordFile(dir, k), func(w io.Writer) error { return results.WriteRecord(w, &rec) })
+}
+
+// done reports whether a record file is there. Records are written
+// atomically, so one that exists is complete.
+func done(path string) bool {
+	_, err := os.Stat(path)
+	return err == nil
+}
+
+// claim writes dir's manifest, after checking that the one there, if
+// any, is of the same sweep and shard.
+func claim(dir string, m manifest) error {
+	path := filepath.Join(dir, "manifest.json")
+	have, err := readManifest(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+	case err != nil:
+		return err
+	case !sameSpec(&have.Spec, &m.Spec):
+		return fmt.Errorf("%s: %w (%s); use another --out, or remove the folder to start again", dir, ErrOtherSweep, specDiff(&have.Spec, &m.Spec))
+	case have.Shard != m.Shard:
+		return fmt.Errorf("%s: %w: it holds shard %s, not %s; give each shard its own folder", dir, ErrOtherSweep, have.Shard, m.Shard)
+	}
+	data, err := json.MarshalIndent(m, "", "  ")
+	if err != nil {
+		return err
+	}
+	return results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(append(data, '\n')); return err })
+}
+
+// readManifest reads dir's manifest.json.
+func readManifest(dir string) (*manifest, error) {
+	path := filepath.Join(dir, "manifest.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var m manifest
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&m); err != nil {
+		return nil, fmt.Errorf("%s: not a sweep manifest: %v", path, err)
+	}
+	return &m, nil
+}
+
+func sameSpec(a, b *Spec) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return bytes.Equal(ja, jb)
+}
+
+// specDiff names the first difference between two specs.
+func specDiff(have, want *Spec) string {
+	switch {
+	case have.Scenario != want.Scenario:
+		return fmt.Sprintf("scenario %s, not %s", have.Scenario, want.Scenario)
+	case have.Runs != want.Runs:
+		return fmt.Sprintf("%d runs, not %d", have.Runs, want.Runs)
+	case have.Seed != want.Seed:
+		return fmt.Sprintf("seed %d, not %d", have.Seed, want.Seed)
+	case !slices.Equal(have.Strategies, want.Strategies):
+		return fmt.Sprintf("strategies %s, not %s", strings.Join(have.Strategies, ","), strings.Join(want.Strategies, ","))
+	case have.Digest != want.Digest:
+		return "other values, or the scenario file has changed"
+	}
+	return "a different sweep"
+}

@@ -1,0 +1,273 @@
+package sweep
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/plots"
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+)
+
+// smallPlan plans the sweep of testdata/small.yaml: 3 x 3 points, 2
+// strategies, 2 runs: 36 units.
+func smallPlan(t *testing.T) *Plan {
+	t.Helper()
+	sc, err := scenarios.Load("testdata/small.yaml")
+	require.NoError(t, err)
+	plan, err := NewPlan(sc, sc.Sweep.Vary, sc.Sweep.Metric, nil)
+	require.NoError(t, err)
+	require.Equal(t, 36, plan.Spec.Units())
+	return plan
+}
+
+// sweepOutputs are the files whose bytes must not depend on how a sweep
+// was run.
+var sweepOutputs = []string{"sweep.csv", "sweep.json", "report.md"}
+
+// runAll runs plan in dir, unsharded, and writes its outputs.
+func runAll(t *testing.T, plan *Plan, dir string, parallel int) {
+	t.Helper()
+	_, err := plan.Run(context.Background(), dir, Options{Parallel: parallel})
+	require.NoError(t, err)
+	rs, err := Collect(dir)
+	require.NoError(t, err)
+	_, err = Merge(dir, rs, plan.Metric, nil)
+	require.NoError(t, err)
+}
+
+func readFile(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return string(data)
+}
+
+func TestShardsMergeToTheUnshardedSweep(t *testing.T) {
+	plan := smallPlan(t)
+	whole := t.TempDir()
+	runAll(t, plan, whole, 2)
+
+	var dirs []string
+	ran := 0
+	for i := 1; i <= 4; i++ {
+		dir := t.TempDir()
+		st, err := plan.Run(context.Background(), dir, Options{Shard: Shard{i, 4}, Parallel: 1})
+		require.NoError(t, err)
+		ran += st.Ran
+		dirs = append(dirs, dir)
+	}
+	assert.Equal(t, plan.Spec.Units(), ran, "the shards split the units between them")
+
+	rs, err := Collect(dirs...)
+	require.NoError(t, err)
+	merged := t.TempDir()
+	_, err = Merge(merged, rs, plan.Metric, nil)
+	require.NoError(t, err)
+	for _, f := range sweepOutputs {
+		assert.Equal(t, readFile(t, filepath.Join(whole, f)), readFile(t, filepath.Join(merged, f)), f)
+	}
+	// The merged folder is a complete sweep folder in its own right.
+	again, err := Collect(merged)
+	require.NoError(t, err)
+	assert.Equal(t, rs.List, again.List)
+}
+
+func TestParallelismDoesNotChangeTheOutputs(t *testing.T) {
+	plan := smallPlan(t)
+	one, two := t.TempDir(), t.TempDir()
+	runAll(t, plan, one, 1)
+	runAll(t, plan, two, 2)
+	for _, f := range sweepOutputs {
+		assert.Equal(t, readFile(t, filepath.Join(one, f)), readFile(t, filepath.Join(two, f)), f)
+	}
+}
+
+func TestAnInterruptedSweepResumes(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(context.Background())
+	st, err := plan.Run(ctx, dir, Options{Parallel: 1, Progress: func(p Progress) {
+		if p.UnitsDone == 10 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	assert.GreaterOrEqual(t, st.Ran, 10)
+	assert.Less(t, st.Ran, plan.Spec.Units())
+	_, err = Collect(dir)
+	require.Error(t, err, "an interrupted sweep is incomplete")
+	assert.Contains(t, err.Error(), "runs are missing")
+
+	var seen []Progress
+	st2, err := plan.Run(context.Background(), dir, Options{Parallel: 2, Progress: func(p Progress) { seen = append(seen, p) }})
+	require.NoError(t, err)
+	assert.Equal(t, st.Ran, st2.Skipped, "the runs done before are skipped")
+	assert.Equal(t, plan.Spec.Units(), st2.Skipped+st2.Ran)
+	require.NotEmpty(t, seen)
+	assert.Equal(t, Progress{Units: 36, UnitsDone: st.Ran, Points: 9, PointsDone: seen[0].PointsDone}, seen[0], "progress starts from what was done")
+	assert.Equal(t, Progress{Units: 36, UnitsDone: 36, Points: 9, PointsDone: 9}, seen[len(seen)-1])
+
+	rs, err := Collect(dir)
+	require.NoError(t, err)
+	_, err = Merge(dir, rs, plan.Metric, nil)
+	require.NoError(t, err)
+	fresh := t.TempDir()
+	runAll(t, plan, fresh, 2)
+	for _, f := range sweepOutputs {
+		assert.Equal(t, readFile(t, filepath.Join(fresh, f)), readFile(t, filepath.Join(dir, f)), f)
+	}
+}
+
+func TestAPointIsTheScenarioWithItsValues(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	runAll(t, plan, dir, 2)
+	f, err := os.Open(filepath.Join(dir, "sweep.json"))
+	require.NoError(t, err)
+	defer f.Close()
+	s, err := results.ReadSweepJSON(f)
+	require.NoError(t, err)
+	require.Len(t, s.Points, 9)
+
+	// Point 5 is requests=1000 (the second value of the first axis) and
+	// the third outage duration, 25s.
+	p := s.Points[5]
+	assert.Equal(t, []string{"1000", "25s"}, p.Values)
+	sc, err := scenarios.Load("testdata/small.yaml")
+	require.NoError(t, err)
+	sc.Workload.Requests = 1000
+	sc.Server.Outages[0].Duration = 25e9
+	res, err := sim.Run(context.Background(), sc, sim.Options{})
+	require.NoError(t, err)
+	for i, st := range res.Summary.Strategies {
+		assert.Equal(t, st.Figures, p.Strategies[i].Figures, st.Name)
+		assert.Equal(t, st.CI95, p.Strategies[i].CI95, st.Name)
+		assert.Equal(t, st.RecoveredRuns, p.Strategies[i].RecoveredRuns, st.Name)
+		assert.Equal(t, st.Engine.Events, p.Strategies[i].Events, st.Name)
+		assert.EqualValues(t, 1000, st.Requests, st.Name)
+	}
+}
+
+func TestMergeNamesTheMissingShards(t *testing.T) {
+	plan := smallPlan(t)
+	var dirs []string
+	for i := 1; i <= 3; i++ {
+		dir := t.TempDir()
+		_, err := plan.Run(context.Background(), dir, Options{Shard: Shard{i, 4}})
+		require.NoError(t, err)
+		dirs = append(dirs, dir)
+	}
+	_, err := Collect(dirs...)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "9 of the sweep's 36 runs are missing")
+	assert.Contains(t, err.Error(), "shard(s) 4/4 not given")
+}
+
+func TestAFolderHoldsOneSweep(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	_, err := plan.Run(context.Background(), dir, Options{Shard: Shard{1, 4}})
+	require.NoError(t, err)
+
+	_, err = plan.Run(context.Background(), dir, Options{Shard: Shard{2, 4}})
+	require.ErrorIs(t, err, ErrOtherSweep)
+	assert.Contains(t, err.Error(), "it holds shard 1/4, not 2/4")
+
+	sc, err := scenarios.Load("testdata/small.yaml")
+	require.NoError(t, err)
+	sc.Runs = 3
+	other, err := NewPlan(sc, sc.Sweep.Vary, "", nil)
+	require.NoError(t, err)
+	_, err = other.Run(context.Background(), dir, Options{Shard: Shard{1, 4}})
+	require.ErrorIs(t, err, ErrOtherSweep)
+	assert.Contains(t, err.Error(), "2 runs, not 3")
+
+	otherDir := t.TempDir()
+	_, err = other.Run(context.Background(), otherDir, Options{Shard: Shard{2, 4}})
+	require.NoError(t, err)
+	_, err = Collect(dir, otherDir)
+	require.ErrorIs(t, err, ErrOtherSweep)
+}
+
+func TestPlanErrors(t *testing.T) {
+	sc, err := scenarios.Load("testdata/small.yaml")
+	require.NoError(t, err)
+	_, err = NewPlan(sc, nil, "", nil)
+	assert.ErrorContains(t, err, "nothing to vary")
+	_, err = NewPlan(sc, sc.Sweep.Vary, "peak", nil)
+	assert.ErrorContains(t, err, `--metric "peak": not a figure`)
+	_, err = NewPlan(sc, sc.Sweep.Vary, "", []string{"nope"})
+	assert.ErrorContains(t, err, `no strategy "nope"`)
+	v, err := scenarios.ParseVary("server.outages[0].duration=10s,-5s")
+	require.NoError(t, err)
+	_, err = NewPlan(sc, []scenarios.Vary{v}, "", nil)
+	assert.ErrorContains(t, err, "server.outages[0].duration=-5s")
+}
+
+func TestOnlyTheNamedStrategies(t *testing.T) {
+	sc, err := scenarios.Load("testdata/small.yaml")
+	require.NoError(t, err)
+	plan, err := NewPlan(sc, sc.Sweep.Vary, "", []string{"full-jitter"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"full-jitter"}, plan.Spec.Strategies)
+	assert.Equal(t, "recovery_time_s", plan.Metric)
+	dir := t.TempDir()
+	runAll(t, plan, dir, 2)
+	csv := readFile(t, filepath.Join(dir, "sweep.csv"))
+	assert.Contains(t, csv, ",full-jitter,")
+	assert.NotContains(t, csv, "fixed-20s")
+}
+
+func TestShardsSplitEveryUnitOnce(t *testing.T) {
+	spec := Spec{Points: 7, Strategies: []string{"a", "b", "c"}, Runs: 5}
+	for _, n := range []int{1, 2, 3, 4, 16, 200} {
+		owners := make([]int, spec.Units())
+		for i := 1; i <= n; i++ {
+			for k := range spec.Units() {
+				if (Shard{i, n}).owns(k) {
+					owners[k]++
+				}
+			}
+		}
+		assert.Equal(t, slices.Repeat([]int{1}, spec.Units()), owners, "n=%d", n)
+	}
+	seen := map[[3]int]bool{}
+	for k := range spec.Units() {
+		p, s, r := spec.unit(k)
+		seen[[3]int{p, s, r}] = true
+	}
+	assert.Len(t, seen, spec.Units(), "units are distinct")
+}
+
+func TestParseShard(t *testing.T) {
+	sh, err := ParseShard("3/8")
+	require.NoError(t, err)
+	assert.Equal(t, Shard{3, 8}, sh)
+	assert.Equal(t, "3/8", sh.String())
+	for _, bad := range []string{"", "3", "0/4", "5/4", "a/b", "1/0", "-1/2"} {
+		_, err := ParseShard(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestWriteWithCharts(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	runAll(t, plan, dir, 2)
+	rs, err := Collect(dir)
+	require.NoError(t, err)
+	_, err = Merge(dir, rs, "", &plots.Options{Format: "svg"})
+	require.NoError(t, err)
+	for _, st := range plan.Spec.Strategies {
+		assert.FileExists(t, filepath.Join(dir, "heatmap-"+st+".svg"))
+	}
+	assert.Contains(t, readFile(t, filepath.Join(dir, "report.md")), "![")
+}
