@@ -155,7 +155,7 @@ func (s *Sweep) metricCell(p *PointSummary) string {
 func WriteSweepReport(w io.Writer, s *Sweep, images []Image) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "# %s: sweep\n\n", s.Scenario)
-	fmt.Fprintf(bw, "Seed %d, %d run(s) per point, %d point(s) x %d strategies; the charts show %s.\n\n", s.Seed, s.Runs, len(s.Points), len(s.Strategies), s.Metric)
+	fmt.Fprintf(bw, "Seed %d, %d run(s) per point, %d point(s) x %d strategies; metric: %s.\n\n", s.Seed, s.Runs, len(s.Points), len(s.Strategies), s.Metric)
 	bw.WriteString("Varied:\n\n")
 	for _, a := range s.Axes {
 		name := "`" + a.Path + "`"

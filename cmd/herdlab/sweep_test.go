@@ -246,3 +246,25 @@ func manifestContainer(t *testing.T, path string) container {
 		return c
 	}
 }
+
+func TestSweepChartsByNumberOfAxes(t *testing.T) {
+	one := t.TempDir()
+	code, _, errOut := herdlab("sweep", smallSweep, "--out", one, "-q", "--vary", "workload.requests=100..400:4")
+	require.Equal(t, exitOK, code, errOut)
+	assert.FileExists(t, filepath.Join(one, "sweep.png"), "one axis: a line chart")
+	assert.NoFileExists(t, filepath.Join(one, "heatmap-full-jitter.png"))
+
+	three := t.TempDir()
+	code, out, errOut := herdlab("sweep", smallSweep, "--out", three, "--strategy", "full-jitter",
+		"--vary", "workload.requests=100,200", "--vary", "server.outages[0].duration=5s,10s", "--vary", "server.queue=100,200")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "no charts for 3 varied fields")
+	entries, err := os.ReadDir(three)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotEqual(t, ".png", filepath.Ext(e.Name()), "three axes: the table only")
+	}
+	report, err := os.ReadFile(filepath.Join(three, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "| workload.requests | server.outages[0].duration | server.queue | full-jitter |")
+}
