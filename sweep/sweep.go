@@ -123,6 +123,11 @@ func NewPlan(sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only 
 		if err := s.Validate(); err != nil {
 			return nil, fmt.Errorf("%s: %w", settingsString(pt.Settings), err)
 		}
+		for i, st := range sc.Strategies {
+			if s.Strategies[i].Name != st.Name {
+				return nil, fmt.Errorf("%s: renames strategy %s: a strategy keeps its name across a sweep", settingsString(pt.Settings), st.Name)
+			}
+		}
 		// Struct fields marshal in a fixed order, maps sorted: the digest
 		// is a function of the point's scenario alone.
 		data, err := json.Marshal(s)

@@ -210,6 +210,10 @@ func TestPlanErrors(t *testing.T) {
 	require.NoError(t, err)
 	_, err = NewPlan(sc, []scenarios.Vary{v}, "", nil)
 	assert.ErrorContains(t, err, "server.outages[0].duration=-5s")
+	v, err = scenarios.ParseVary("strategies[0].name=a,b")
+	require.NoError(t, err)
+	_, err = NewPlan(sc, []scenarios.Vary{v}, "", nil)
+	assert.ErrorContains(t, err, "strategies[0].name=a: renames strategy fixed-20s")
 }
 
 func TestOnlyTheNamedStrategies(t *testing.T) {
