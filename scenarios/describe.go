@@ -68,6 +68,18 @@ func (s *Scenario) Describe() string {
 		names[i] = st.Name
 	}
 	fmt.Fprintf(&b, "; strategies: %s", strings.Join(names, ", "))
+	if sw := s.Sweep; sw != nil {
+		points := 1
+		axes := make([]string, len(sw.Vary))
+		for i, v := range sw.Vary {
+			points *= len(v.Values)
+			axes[i] = v.Path
+			if v.Label != "" {
+				axes[i] = v.Label
+			}
+		}
+		fmt.Fprintf(&b, "; sweep: %s points over %s", count(points), strings.Join(axes, " x "))
+	}
 	return b.String()
 }
 

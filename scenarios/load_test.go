@@ -184,6 +184,10 @@ func TestDescribe(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "50,000 requests in a burst at 0s, one sender each; server: 200 slots x exponential mean 100ms (2,000 req/s), queue 2,000; "+
 		"outages: refuse 0s-30s; 15m0s horizon; strategies: fixed-60s, exponential, full-jitter, equal-jitter, decorrelated-jitter", s.Describe())
+
+	s, err = Load("metastable.yaml")
+	require.NoError(t, err)
+	assert.True(t, strings.HasSuffix(s.Describe(), "; sweep: 70 points over trigger end x surge rate"), s.Describe())
 }
 
 func TestValidateGoScenario(t *testing.T) {
