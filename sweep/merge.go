@@ -2,6 +2,7 @@ package sweep
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -23,7 +24,10 @@ type Records struct {
 	Metric string
 	// List holds one record per unit, in unit order.
 	List []results.RunRecord
-	raw  [][]byte // each record's file, as read
+	// src and sum are the file each record was read from, and a hash of
+	// its bytes: records are not kept twice in memory.
+	src []string
+	sum [][sha256.Size]byte
 }
 
 // Collect reads the records of a sweep from the folders of its shards (or
@@ -58,7 +62,8 @@ func Collect(dirs ...string) (*Records, error) {
 
 	n := rs.Spec.Units()
 	rs.List = make([]results.RunRecord, n)
-	rs.raw = make([][]byte, n)
+	rs.src = make([]string, n)
+	rs.sum = make([][sha256.Size]byte, n)
 	var missing []int
 	for k := range n {
 		for _, dir := range dirs {
@@ -70,8 +75,8 @@ func Collect(dirs ...string) (*Records, error) {
 			if err != nil {
 				return nil, err
 			}
-			if rs.raw[k] != nil {
-				if !bytes.Equal(rs.raw[k], data) {
+			if rs.src[k] != "" {
+				if sha256.Sum256(data) != rs.sum[k] {
 					return nil, fmt.Errorf("%s differs from the same run in another folder: were they run by different versions of herdlab?", path)
 				}
 				continue
@@ -83,9 +88,9 @@ func Collect(dirs ...string) (*Records, error) {
 			if p, s, r := rs.Spec.unit(k); rec.Point != p || rec.Strategy != rs.Spec.Strategies[s] || rec.Run != r {
 				return nil, fmt.Errorf("%s: holds point %d, %s, run %d, not the run its name says", path, rec.Point, rec.Strategy, rec.Run)
 			}
-			rs.List[k], rs.raw[k] = *rec, data
+			rs.List[k], rs.src[k], rs.sum[k] = *rec, path, sha256.Sum256(data)
 		}
-		if rs.raw[k] == nil {
+		if rs.src[k] == "" {
 			missing = append(missing, k)
 		}
 	}
@@ -241,7 +246,11 @@ func Merge(out string, rs *Records, metric string, charts *plots.Options) (*resu
 		if done(path) {
 			continue
 		}
-		if err := results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(rs.raw[k]); return err }); err != nil {
+		data, err := os.ReadFile(rs.src[k])
+		if err != nil {
+			return nil, err
+		}
+		if err := results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
 			return nil, err
 		}
 	}

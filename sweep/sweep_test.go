@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -274,4 +275,23 @@ func TestWriteWithCharts(t *testing.T) {
 		assert.FileExists(t, filepath.Join(dir, "heatmap-"+st+".svg"))
 	}
 	assert.Contains(t, readFile(t, filepath.Join(dir, "report.md")), "![")
+}
+
+func TestAUnitInTwoFoldersMustBeTheSame(t *testing.T) {
+	plan := smallPlan(t)
+	a, b := t.TempDir(), t.TempDir()
+	for _, dir := range []string{a, b} {
+		_, err := plan.Run(context.Background(), dir, Options{})
+		require.NoError(t, err)
+	}
+	rs, err := Collect(a, b)
+	require.NoError(t, err, "the same runs twice are the same records")
+	assert.Len(t, rs.List, plan.Spec.Units())
+
+	path := plan.Spec.recordFile(b, 7)
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), `"events":`, `"events":1`, 1)), 0o644))
+	_, err = Collect(a, b)
+	assert.ErrorContains(t, err, "differs from the same run in another folder")
 }
