@@ -231,8 +231,10 @@ func TestServerOutageTimeout(t *testing.T) {
 	s := serverTestStart(t, sc, ServerOptions{TimeScale: 0.02, Log: log})
 	c := serverTestClient(t)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
+	// sent is taken before the deadline is set, so that a pause between
+	// the two on a loaded machine cannot make the wait look short.
 	sent := time.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Millisecond)
 	_, err := serverTestPost(ctx, c, s.URL())
 	cancel()
 	require.ErrorIs(t, err, context.DeadlineExceeded, "no answer before the client's deadline")
