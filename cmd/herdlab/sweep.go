@@ -14,8 +14,10 @@ import (
 )
 
 var sweepCmd = &command{
-	summary: `Run a scenario at every point of a grid of values of its fields, to
-find where each strategy stops recovering on its own.
+	summary: `Run a scenario over a grid of values of its fields: where recovery stops.
+
+Runs every strategy at every point of the grid, to find where each stops
+recovering on its own.
 
 Each --vary PATH=VALUES names a field of the scenario and its values:
   --vary server.outages[0].duration=10s,30s,2m        a list
@@ -48,10 +50,12 @@ one unsharded sweep.`,
 }
 
 var mergeCmd = &command{
-	summary: `Combine the folders of a sharded sweep ('herdlab sweep --shard I/N') into
-the outputs of one unsharded sweep: the same sweep.csv, sweep.json and
-report.md, byte for byte, with the runs' latency histograms merged
-exactly. Every shard must be complete; a missing one is named.`,
+	summary: `Combine the folders of a sharded sweep into the outputs of one sweep.
+
+The folders of 'herdlab sweep --shard I/N' merge into the outputs of one
+unsharded sweep: the same sweep.csv, sweep.json and report.md, byte for
+byte, with the runs' latency histograms merged exactly. Every shard must
+be complete; a missing one is named.`,
 	usage: "DIR... [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.StringP("out", "o", "", "output folder (default out/NAME/sweep)")

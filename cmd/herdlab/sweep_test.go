@@ -95,6 +95,15 @@ func TestSweepFromFlags(t *testing.T) {
 	assert.Contains(t, out, "ran 0 runs (0 events)")
 	assert.Contains(t, out, "8 found done before")
 
+	// Another metric charts the same runs: nothing runs again.
+	code, out, errOut = herdlab("sweep", "../../scenarios/thundering-herd.yaml", "--out", dir, "--strategy", "full-jitter", "--strategy", "fixed-60s",
+		"--vary", "workload.requests=1000,20000", "--vary", "server.outages[0].duration=10s..40s:2", "--metric", "delivered_ratio", "--no-charts")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "ran 0 runs (0 events)")
+	report, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "## delivered_ratio\n")
+
 	// Other values into the same folder: refused, nothing touched.
 	code, _, errOut = herdlab("sweep", "../../scenarios/thundering-herd.yaml", "--out", dir, "--vary", "workload.requests=1000,30000", "--no-charts")
 	assert.Equal(t, exitBadInput, code)
