@@ -171,7 +171,14 @@ func TestGolden(t *testing.T) {
 	recovery1, err := RecoveryChart(single, o)
 	require.NoError(t, err)
 	recovery1.Name = "recovery-1run"
-	for _, c := range append(charts, overlay, recovery1) {
+	checkGolden(t, append(charts, overlay, recovery1), "Golden")
+}
+
+// checkGolden compares PNG charts with the images of the same names in
+// testdata; go test ./plots -run TEST -update rewrites them.
+func checkGolden(t *testing.T, charts []Chart, test string) {
+	t.Helper()
+	for _, c := range charts {
 		t.Run(c.Name, func(t *testing.T) {
 			path := filepath.Join("testdata", c.Name+".png")
 			if *update {
@@ -179,7 +186,7 @@ func TestGolden(t *testing.T) {
 				return
 			}
 			want, err := os.ReadFile(path)
-			require.NoError(t, err, "run go test ./plots -run Golden -update")
+			require.NoError(t, err, "run go test ./plots -run %s -update", test)
 			ok, err := cmpimg.EqualApprox("png", c.Data, want, goldenDelta)
 			require.NoError(t, err)
 			if !ok {

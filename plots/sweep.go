@@ -350,7 +350,7 @@ func sweepLineChart(s *results.Sweep, o Options) (Chart, error) {
 			p.X.Scale = plot.LogScale{}
 		}
 		p.Y.Min, p.Y.Max = ylo, yhi
-		p.Y.Tick.Marker = cappedTicks{ticker: stepTicks{most: 7}, max: yhi}
+		p.Y.Tick.Marker = cappedTicks{ticker: countTicks{}, max: yhi}
 		p.Y.Padding = 0
 		p.X.Label.Text = xlabel
 		p.Y.Label.Text = s.Metric
@@ -462,27 +462,6 @@ type cappedTicks struct {
 func (t cappedTicks) Ticks(lo, hi float64) []plot.Tick {
 	ticks := t.ticker.Ticks(lo, min(hi, t.max))
 	return slices.DeleteFunc(ticks, func(tk plot.Tick) bool { return tk.Value > t.max })
-}
-
-// stepTicks tick an axis at a step of 1, 2, 2.5 or 5 times a power of ten,
-// at most most labelled ticks (labelled as counts), with a minor tick
-// halfway.
-type stepTicks struct{ most int }
-
-func (t stepTicks) Ticks(lo, hi float64) []plot.Tick {
-	step := niceStep(hi-lo, t.most)
-	var ticks []plot.Tick
-	for k := math.Ceil(lo/step - 1e-9); k*step <= hi+1e-9*step; k++ {
-		v := k * step
-		if v == 0 {
-			v = 0 // not -0, which would be labelled "-0"
-		}
-		ticks = append(ticks, plot.Tick{Value: v, Label: countLabel(v)})
-		if half := v + step/2; half <= hi {
-			ticks = append(ticks, plot.Tick{Value: half})
-		}
-	}
-	return ticks
 }
 
 // markerStyle is how a point of a line chart is marked: shape is the
@@ -917,13 +896,12 @@ func (b colorBar) draw(c draw.Canvas, x, y0, y1 vg.Length) {
 	c.FillText(label, vg.Point{X: lx, Y: (y0 + y1) / 2}, b.metric)
 }
 
-// colorBarTicks returns the labelled ticks of a colour bar: at a step of
-// 1, 2, 2.5 or 5 times a power of ten, at most 6 within the scale, labelled
-// as the scale's values; its two ends when fewer than two fall within
-// it.
+// colorBarTicks returns the labelled ticks of a colour bar: gonum's
+// default ticks within the scale, labelled as counts; its two ends when
+// fewer than two fall within it.
 func colorBarTicks(scale colorScale) []plot.Tick {
 	var ticks []plot.Tick
-	for _, t := range (stepTicks{most: 6}).Ticks(scale.lo, scale.hi) {
+	for _, t := range (countTicks{}).Ticks(scale.lo, scale.hi) {
 		if t.Label != "" {
 			ticks = append(ticks, t)
 		}
@@ -932,22 +910,4 @@ func colorBarTicks(scale colorScale) []plot.Tick {
 		ticks = []plot.Tick{{Value: scale.lo, Label: countLabel(scale.lo)}, {Value: scale.hi, Label: countLabel(scale.hi)}}
 	}
 	return ticks
-}
-
-// niceStep returns the least step of 1, 2, 2.5 or 5 times a power of ten that
-// cuts span into at most most-1 intervals.
-func niceStep(span float64, most int) float64 {
-	if !(span > 0) || math.IsInf(span, 0) {
-		return 1
-	}
-	k := float64(max(most, 2) - 1)
-	e := math.Floor(math.Log10(span / k))
-	for {
-		for _, m := range []float64{1, 2, 2.5, 5} {
-			if s := m * math.Pow(10, e); span/s <= k+1e-9 {
-				return s
-			}
-		}
-		e++
-	}
 }

@@ -123,7 +123,10 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 // decimal formats x with sig significant digits, or all its integer
 // digits when it has more, and no trailing zeros: 0.001, 2.5, 60, 1500.
 func decimal(x float64, sig int) string {
-	if x == 0 || math.IsNaN(x) || math.IsInf(x, 0) {
+	if x == 0 {
+		return "0" // and not "-0"
+	}
+	if math.IsNaN(x) || math.IsInf(x, 0) {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	digits := max(sig-1-int(math.Floor(math.Log10(math.Abs(x)))), 0)

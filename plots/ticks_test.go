@@ -1,6 +1,7 @@
 package plots
 
 import (
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -60,6 +61,7 @@ func TestLabels(t *testing.T) {
 		{decimal(1500, 3), "1500"},
 		{decimal(-0.0001, 2), "-0.0001"},
 		{decimal(0, 3), "0"},
+		{decimal(math.Copysign(0, -1), 3), "0"},
 		{countLabel(50000), "50,000"},
 		{countLabel(2056.4), "2,056"},
 		{countLabel(999.4), "999"},
