@@ -12,11 +12,9 @@
 package checks
 
 import (
-	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -174,62 +172,32 @@ func operand(o scenarios.Operand, figs map[string]figures) value {
 	return v
 }
 
-// figures reads the figures of one strategy by their names in
-// summary.json, so that checks and the file can never disagree.
+// figures are the figures of one strategy, and their 95% half-widths, by
+// their names in summary.json.
 type figures struct {
-	mean, ci map[string]any
+	mean, ci results.Named
 }
 
 func newFigures(st *results.StrategySummary) figures {
-	f := figures{mean: jsonMap(st)}
+	f := figures{mean: results.NamedFigures(st)}
 	if st.CI95 != nil {
-		f.ci = jsonMap(st.CI95)
+		f.ci = results.NamedFigures(st.CI95)
 	}
 	return f
-}
-
-func jsonMap(v any) map[string]any {
-	data, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("checks: %v", err)) // plain numbers and maps always marshal
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		panic(fmt.Sprintf("checks: %v", err))
-	}
-	return m
 }
 
 // get returns the figure named name, such as peak_load_ratio or
 // latency_s.p99.
 func (f figures) get(name string) value {
-	x, ok := lookup(f.mean, name)
+	x, ok := f.mean.Get(name)
 	if !ok {
 		return value{why: noValue(name)}
 	}
 	v := value{x: x, ok: true}
-	if ci, ok := lookup(f.ci, name); ok {
+	if ci, ok := f.ci.Get(name); ok {
 		v.ci = ci
 	}
 	return v
-}
-
-func lookup(m map[string]any, name string) (float64, bool) {
-	var cur any = m
-	for _, part := range strings.Split(name, ".") {
-		mm, ok := cur.(map[string]any)
-		if !ok {
-			return 0, false
-		}
-		if cur, ok = mm[part]; !ok {
-			if strings.HasPrefix(name, "dead_lettered_by.") {
-				return 0, true // no dead letters of that reason
-			}
-			return 0, false
-		}
-	}
-	x, ok := cur.(float64)
-	return x, ok
 }
 
 // noValue says why a figure has no value.

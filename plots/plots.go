@@ -96,6 +96,15 @@ func (c Chart) File(o Options) string {
 	return c.Name + "." + o.format()
 }
 
+// Images returns charts drawn with o as the images of a report.
+func Images(charts []Chart, o Options) []results.Image {
+	images := make([]results.Image, len(charts))
+	for i, ch := range charts {
+		images[i] = results.Image{File: ch.File(o), Caption: ch.Title, Data: ch.Data}
+	}
+	return images
+}
+
 // Render draws every chart of a run's results, in a fixed order: load,
 // recovery, latency, queue, amplification. s is the summary; runs are the
 // runs of its strategies, in any order (the simulator's: strategy by

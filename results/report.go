@@ -57,24 +57,35 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 		bw.WriteString("\n")
 	}
 	bw.WriteString("## Summary\n\n")
-	rows := tableRows(s)
+	writeTable(bw, tableRows(s))
+	if s.Runs > 1 {
+		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
+	}
+	writeCharts(bw, images)
+	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv, report.html.\n")
+	return bw.Flush()
+}
+
+// writeTable writes rows as a Markdown table, the first row the header.
+func writeTable(bw *bufio.Writer, rows [][]string) {
 	for i, row := range rows {
 		bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
 		if i == 0 {
 			bw.WriteString("|" + strings.Repeat(" --- |", len(row)) + "\n")
 		}
 	}
-	if s.Runs > 1 {
-		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
+}
+
+// writeCharts writes a report's Charts section, the images embedded by
+// file name; nothing without images.
+func writeCharts(bw *bufio.Writer, images []Image) {
+	if len(images) == 0 {
+		return
 	}
-	if len(images) > 0 {
-		bw.WriteString("\n## Charts\n")
-		for _, im := range images {
-			fmt.Fprintf(bw, "\n![%s](%s)\n", im.Caption, im.File)
-		}
+	bw.WriteString("\n## Charts\n")
+	for _, im := range images {
+		fmt.Fprintf(bw, "\n![%s](%s)\n", im.Caption, im.File)
 	}
-	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv, report.html.\n")
-	return bw.Flush()
 }
 
 var reportHTML = template.Must(template.New("report").Parse(`<!DOCTYPE html>

@@ -349,3 +349,18 @@ func TestWriteComparison(t *testing.T) {
 	assert.Contains(t, out, "full-jitter: peak load agrees within 15%; recovery time does not")
 	assert.Contains(t, out, "fixed-60s: peak load and recovery time agree within 15%")
 }
+
+func TestWriteFiles(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new", "folder")
+	images := []Image{{File: "a.png", Data: []byte("png")}}
+	files := append(ImageFiles(images), File{Name: "b.txt", Write: Raw([]byte("text"))})
+	require.NoError(t, WriteFiles(dir, files))
+	for name, want := range map[string]string{"a.png": "png", "b.txt": "text"} {
+		got, err := os.ReadFile(filepath.Join(dir, name))
+		require.NoError(t, err)
+		assert.Equal(t, want, string(got))
+	}
+	failing := []File{{Name: "c.txt", Write: func(io.Writer) error { return errors.New("boom") }}}
+	require.ErrorContains(t, WriteFiles(dir, failing), "boom")
+	assert.NoFileExists(t, filepath.Join(dir, "c.txt"), "a failed write leaves nothing")
+}

@@ -59,9 +59,7 @@ func WriteRecord(w io.Writer, r *RunRecord) error {
 // ReadRecord reads a record written by WriteRecord.
 func ReadRecord(r io.Reader) (*RunRecord, error) {
 	var rec RunRecord
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rec); err != nil {
+	if err := readJSON(r, &rec); err != nil {
 		return nil, err
 	}
 	return &rec, nil
@@ -129,31 +127,40 @@ func (s *Sweep) Recovered(p *PointSummary) bool { return p.RecoveredRuns == s.Ru
 // (recovery_time_s, latency_s.p99, recovered_runs...), and false when the
 // figure does not exist there (a server that never recovered).
 func (p *PointSummary) Value(figure string) (float64, bool) {
-	if figure == "recovered_runs" {
-		return float64(p.RecoveredRuns), true
-	}
-	return FigureValue(&p.Figures, figure)
+	return NamedFigures(p).Get(figure)
 }
 
-// FigureValue returns the figure of f named as in summary.json, such as
-// peak_load_ratio or latency_s.p99; false when it does not exist (a nil
-// figure, or an unknown name). dead_lettered_by.REASON is 0 for a reason
-// without dead letters.
-func FigureValue(f *Figures, name string) (float64, bool) {
-	data, err := json.Marshal(f)
+// Named holds figures by their names in summary.json, so that what reads
+// a figure by name and the file can never disagree.
+type Named map[string]any
+
+// NamedFigures returns the figures of v by name: v is a *Figures, a
+// *StrategySummary or a *PointSummary. nil gives no figures, and so do
+// figures that summary.json could not hold (an infinite or NaN value).
+func NamedFigures(v any) Named {
+	data, err := json.Marshal(v)
 	if err != nil {
-		return 0, false
+		return nil
 	}
-	var cur any
-	if err := json.Unmarshal(data, &cur); err != nil {
-		return 0, false
+	var m Named
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil
 	}
+	return m
+}
+
+// Get returns the figure named name, such as peak_load_ratio or
+// latency_s.p99; false when it does not exist (a nil figure, or an
+// unknown name). dead_lettered_by.REASON is 0 for a reason without dead
+// letters.
+func (m Named) Get(name string) (float64, bool) {
+	var cur any = map[string]any(m)
 	for part := range strings.SplitSeq(name, ".") {
-		m, ok := cur.(map[string]any)
+		mm, ok := cur.(map[string]any)
 		if !ok {
 			return 0, false
 		}
-		if cur, ok = m[part]; !ok {
+		if cur, ok = mm[part]; !ok {
 			return 0, strings.HasPrefix(name, "dead_lettered_by.") && strings.Count(name, ".") == 1
 		}
 	}
@@ -163,18 +170,12 @@ func FigureValue(f *Figures, name string) (float64, bool) {
 
 // WriteSweepJSON writes s as sweep.json: indented, fields in a fixed
 // order, so equal sweeps give equal bytes.
-func WriteSweepJSON(w io.Writer, s *Sweep) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(s)
-}
+func WriteSweepJSON(w io.Writer, s *Sweep) error { return writeJSON(w, s) }
 
 // ReadSweepJSON reads a sweep written by WriteSweepJSON.
 func ReadSweepJSON(r io.Reader) (*Sweep, error) {
 	var s Sweep
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := readJSON(r, &s); err != nil {
 		return nil, fmt.Errorf("results: reading sweep: %w", err)
 	}
 	return &s, nil

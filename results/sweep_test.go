@@ -83,17 +83,19 @@ func TestSweepReport(t *testing.T) {
 	assert.Contains(t, md, "![grid, s](heatmap-s.png)")
 }
 
-func TestFigureValue(t *testing.T) {
-	f := Figures{PeakLoad: 12, LatencyS: Latency{P99: 0.5}, DeadLetteredBy: map[string]float64{"max_attempts": 3}}
+func TestNamedFigures(t *testing.T) {
+	f := NamedFigures(&Figures{PeakLoad: 12, LatencyS: Latency{P99: 0.5}, DeadLetteredBy: map[string]float64{"max_attempts": 3}})
 	for name, want := range map[string]float64{"peak_load": 12, "latency_s.p99": 0.5, "dead_lettered_by.max_attempts": 3, "dead_lettered_by.budget": 0} {
-		x, ok := FigureValue(&f, name)
+		x, ok := f.Get(name)
 		assert.True(t, ok, name)
 		assert.Equal(t, want, x, name)
 	}
-	for _, name := range []string{"recovery_time_s", "nope", "latency_s", "latency_s.p42"} {
-		_, ok := FigureValue(&f, name)
+	for _, name := range []string{"recovery_time_s", "nope", "latency_s", "latency_s.p42", "dead_lettered_by.a.b"} {
+		_, ok := f.Get(name)
 		assert.False(t, ok, name)
 	}
+	_, ok := NamedFigures((*Figures)(nil)).Get("peak_load")
+	assert.False(t, ok, "no figures")
 	p := PointSummary{RecoveredRuns: 4}
 	x, ok := p.Value("recovered_runs")
 	assert.True(t, ok)

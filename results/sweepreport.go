@@ -174,26 +174,20 @@ func WriteSweepReport(w io.Writer, s *Sweep, images []Image) error {
 	for _, a := range s.Axes {
 		head = append(head, a.Name())
 	}
-	head = append(head, s.Strategies...)
-	bw.WriteString("| " + strings.Join(head, " | ") + " |\n")
-	bw.WriteString("|" + strings.Repeat(" --- |", len(head)) + "\n")
+	rows := [][]string{append(head, s.Strategies...)}
 	for i := range s.Points {
 		p := &s.Points[i]
 		row := append([]string{}, p.Values...)
 		for j := range p.Strategies {
 			row = append(row, s.metricCell(&p.Strategies[j]))
 		}
-		bw.WriteString("| " + strings.Join(row, " | ") + " |\n")
+		rows = append(rows, row)
 	}
+	writeTable(bw, rows)
 	if s.Runs > 1 {
 		bw.WriteString("\nFigures are means over the runs (over the runs that recovered, for recovery_time_s); sweep.json holds their 95% confidence half-widths (ci95).\n")
 	}
-	if len(images) > 0 {
-		bw.WriteString("\n## Charts\n")
-		for _, im := range images {
-			fmt.Fprintf(bw, "\n![%s](%s)\n", im.Caption, im.File)
-		}
-	}
+	writeCharts(bw, images)
 	bw.WriteString("\nFiles: sweep.csv (one row per point, strategy and run), sweep.json (figures per point and strategy), records/ (each run's figures and latency histogram, for merge).\n")
 	return bw.Flush()
 }

@@ -16,21 +16,30 @@ import (
 
 // WriteJSON writes s as summary.json: indented, fields in a fixed order,
 // maps sorted by key, so equal summaries give equal bytes.
-func WriteJSON(w io.Writer, s *Summary) error {
+func WriteJSON(w io.Writer, s *Summary) error { return writeJSON(w, s) }
+
+// writeJSON writes v as indented JSON, struct fields in their order and
+// maps sorted by key.
+func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(s)
+	return enc.Encode(v)
 }
 
 // ReadJSON reads a summary written by WriteJSON.
 func ReadJSON(r io.Reader) (*Summary, error) {
 	var s Summary
-	dec := json.NewDecoder(r)
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&s); err != nil {
+	if err := readJSON(r, &s); err != nil {
 		return nil, fmt.Errorf("results: reading summary: %w", err)
 	}
 	return &s, nil
+}
+
+// readJSON decodes JSON from r into v, refusing unknown fields.
+func readJSON(r io.Reader, v any) error {
+	dec := json.NewDecoder(r)
+	dec.DisallowUnknownFields()
+	return dec.Decode(v)
 }
 
 // TimeseriesHeader is the header of timeseries.csv. Its first ten
@@ -178,6 +187,40 @@ func WriteFile(path string, write func(io.Writer) error) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
+}
+
+// File is one file of an output folder: its name, and what writes it.
+type File struct {
+	Name  string
+	Write func(io.Writer) error
+}
+
+// Raw returns a write function that writes data, for WriteFile and File.
+func Raw(data []byte) func(io.Writer) error {
+	return func(w io.Writer) error { _, err := w.Write(data); return err }
+}
+
+// WriteFiles writes files into dir, made if need be, in order, each
+// atomically (see WriteFile).
+func WriteFiles(dir string, files []File) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := WriteFile(filepath.Join(dir, f.Name), f.Write); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ImageFiles returns the files of images.
+func ImageFiles(images []Image) []File {
+	files := make([]File, len(images))
+	for i, im := range images {
+		files[i] = File{im.File, Raw(im.Data)}
+	}
+	return files
 }
 
 // Count formats a count with thousands separators: 50000 -> 50,000. A

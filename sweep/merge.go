@@ -192,31 +192,15 @@ func Write(dir string, s *results.Sweep, rs *Records, charts *plots.Options) err
 		if err != nil {
 			return err
 		}
-		for _, ch := range cs {
-			images = append(images, results.Image{File: ch.File(*charts), Caption: ch.Title, Data: ch.Data})
-		}
+		images = plots.Images(cs, *charts)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	files := []results.File{
+		{Name: "sweep.csv", Write: func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
+		{Name: "sweep.json", Write: func(w io.Writer) error { return results.WriteSweepJSON(w, s) }},
 	}
-	type file struct {
-		name  string
-		write func(io.Writer) error
-	}
-	files := []file{
-		{"sweep.csv", func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
-		{"sweep.json", func(w io.Writer) error { return results.WriteSweepJSON(w, s) }},
-	}
-	for _, im := range images {
-		files = append(files, file{im.File, func(w io.Writer) error { _, err := w.Write(im.Data); return err }})
-	}
-	files = append(files, file{"report.md", func(w io.Writer) error { return results.WriteSweepReport(w, s, images) }})
-	for _, f := range files {
-		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
+	files = append(files, results.ImageFiles(images)...)
+	files = append(files, results.File{Name: "report.md", Write: func(w io.Writer) error { return results.WriteSweepReport(w, s, images) }})
+	return results.WriteFiles(dir, files)
 }
 
 // Merge writes into out the sweep whose records Collect read from its
@@ -250,7 +234,7 @@ func Merge(out string, rs *Records, metric string, charts *plots.Options) (*resu
 		if err != nil {
 			return nil, err
 		}
-		if err := results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(data); return err }); err != nil {
+		if err := results.WriteFile(path, results.Raw(data)); err != nil {
 			return nil, err
 		}
 	}

@@ -139,10 +139,7 @@ func replay(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab replay: %v\n", err)
 		return exitFailed
 	}
-	if err := results.WriteFile(filepath.Join(out, "comparison.png"), func(w io.Writer) error {
-		_, err := w.Write(chart.Data)
-		return err
-	}); err != nil {
+	if err := results.WriteFile(filepath.Join(out, "comparison.png"), results.Raw(chart.Data)); err != nil {
 		fmt.Fprintf(c.stderr, "herdlab replay: %v\n", err)
 		return exitFailed
 	}

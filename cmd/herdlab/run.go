@@ -158,34 +158,18 @@ func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plo
 		if err != nil {
 			return err
 		}
-		for _, ch := range charts {
-			images = append(images, results.Image{File: ch.File(*opts), Caption: ch.Title, Data: ch.Data})
-		}
+		images = plots.Images(charts, *opts)
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+	files := []results.File{
+		{Name: "summary.json", Write: func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
+		{Name: "summary.csv", Write: func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
+		{Name: "timeseries.csv", Write: func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
 	}
-	type file struct {
-		name  string
-		write func(io.Writer) error
-	}
-	files := []file{
-		{"summary.json", func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
-		{"summary.csv", func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
-		{"timeseries.csv", func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
-	}
-	for _, im := range images {
-		files = append(files, file{im.File, func(w io.Writer) error { _, err := w.Write(im.Data); return err }})
-	}
+	files = append(files, results.ImageFiles(images)...)
 	// The reports last: they refer to the files above.
 	files = append(files,
-		file{"report.md", func(w io.Writer) error { return results.WriteReport(w, res.Summary, images) }},
-		file{"report.html", func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images) }},
+		results.File{Name: "report.md", Write: func(w io.Writer) error { return results.WriteReport(w, res.Summary, images) }},
+		results.File{Name: "report.html", Write: func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images) }},
 	)
-	for _, f := range files {
-		if err := results.WriteFile(filepath.Join(dir, f.name), f.write); err != nil {
-			return err
-		}
-	}
-	return nil
+	return results.WriteFiles(dir, files)
 }
