@@ -180,6 +180,9 @@ func (sh Shard) String() string { return fmt.Sprintf("%d/%d", sh.I, sh.N) }
 
 func (sh Shard) owns(k int) bool { return k%sh.N == sh.I-1 }
 
+// Of returns how many of a sweep's units the shard owns.
+func (sh Shard) Of(units int) int { return max(units-sh.I+sh.N, 0) / sh.N }
+
 // Options says how to run a plan.
 type Options struct {
 	// Shard is the part of the sweep to run; the zero value means All.
@@ -237,7 +240,6 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	var todo []int
 	var st Stats
 	left := map[int]int{} // units left per point of the shard
-	points := 0
 	for k := range p.Spec.Units() {
 		if !shard.owns(k) {
 			continue
@@ -245,7 +247,6 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		pt, _, _ := p.Spec.unit(k)
 		if _, seen := left[pt]; !seen {
 			left[pt] = 0
-			points++
 		}
 		if done(p.Spec.recordFile(dir, k)) {
 			st.Skipped++
@@ -255,7 +256,7 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		todo = append(todo, k)
 	}
 	var mu sync.Mutex
-	prog := Progress{Units: st.Skipped + len(todo), UnitsDone: st.Skipped, Points: points}
+	prog := Progress{Units: st.Skipped + len(todo), UnitsDone: st.Skipped, Points: len(left)}
 	for _, n := range left {
 		if n == 0 {
 			prog.PointsDone++
@@ -357,7 +358,7 @@ func claim(dir string, m manifest) error {
 	if err != nil {
 		return err
 	}
-	return results.WriteFile(path, func(w io.Writer) error { _, err := w.Write(append(data, '\n')); return err })
+	return results.WriteFile(path, results.Raw(append(data, '\n')))
 }
 
 // readManifest reads dir's manifest.json.

@@ -243,6 +243,15 @@ func TestShardsSplitEveryUnitOnce(t *testing.T) {
 			}
 		}
 		assert.Equal(t, slices.Repeat([]int{1}, spec.Units()), owners, "n=%d", n)
+		for i := 1; i <= n; i++ {
+			owned := 0
+			for k := range spec.Units() {
+				if (Shard{i, n}).owns(k) {
+					owned++
+				}
+			}
+			assert.Equal(t, owned, Shard{i, n}.Of(spec.Units()), "shard %d/%d", i, n)
+		}
 	}
 	seen := map[[3]int]bool{}
 	for k := range spec.Units() {

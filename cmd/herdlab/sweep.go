@@ -145,9 +145,9 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		if shard != sweep.All {
 			title += " (shard " + shard.String() + ")"
 		}
-		bar = startProgress(c.stderr, title, plan.Spec.Units())
+		bar = startProgress(c.stderr, title, shard.Of(plan.Spec.Units()))
 		opts.Progress = func(p sweep.Progress) {
-			bar.set(p.UnitsDone*plan.Spec.Units()/max(p.Units, 1), fmt.Sprintf("%d/%d points", p.PointsDone, p.Points))
+			bar.set(p.UnitsDone, fmt.Sprintf("%d/%d points", p.PointsDone, p.Points))
 		}
 	}
 	stats, err := plan.Run(c.ctx, dir, opts)
