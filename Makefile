@@ -47,7 +47,7 @@ demo: build
 
 # docs: regenerate the charts the README shows (commit them after a look):
 # the default scenario's load and recovery, and the metastable scenario's
-# phase diagram (3 runs a point, about 25 s on 2 cores).
+# phase diagram (3 runs a point, about 21 s on 2 cores).
 docs: build
 	./$(BIN) run $(SCENARIO) -q --out out/docs
 	rm -rf out/docs-phase
