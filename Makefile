@@ -16,10 +16,11 @@ build:
 
 # test: formatting, vet, every test with the race detector, then the
 # tests that need real time undistorted by it (the real-HTTP agreement and
-# timing) or are too slow under it (the metastable phase diagram).
+# timing) or are too slow under it (the metastable phase diagram), one
+# package at a time (-p 1) so that none takes the others' cores.
 test: lint
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram" ./cmd/herdlab ./realhttp ./sweep
+	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram" ./cmd/herdlab ./realhttp ./sweep
 
 # check: every shipped scenario's checks, the way a team gates its own in CI.
 check: build
