@@ -10,6 +10,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,12 +23,15 @@ import (
 
 func TestReplayAgreesWithTheSimulation(t *testing.T) {
 	// The shipped real-mode scenario over real HTTP at a fifth of real
-	// time: peak load and recovery time within 15% of the simulation's.
+	// time: peak load and recovery time within 15% of the simulation's,
+	// as means over 3 runs (the peak of one real run ranges over about
+	// 370-470 against the simulation's 380).
 	if testing.Short() {
-		t.Skip("18 s of wall time")
+		t.Skip("30 s of wall time")
 	}
+	const runs = 3
 	out := filepath.Join(t.TempDir(), "out")
-	code, _, stderr := herdlab("replay", "../../scenarios/real-mode.yaml", "--strategy", "full-jitter", "--time-scale", "0.2", "-o", out, "-q")
+	code, _, stderr := herdlab("replay", "../../scenarios/real-mode.yaml", "--strategy", "full-jitter", "--time-scale", "0.2", "--runs", strconv.Itoa(runs), "-o", out, "-q")
 	require.Equal(t, exitOK, code, stderr)
 	f, err := os.Open(filepath.Join(out, "summary.json"))
 	require.NoError(t, err)
@@ -37,6 +41,7 @@ func TestReplayAgreesWithTheSimulation(t *testing.T) {
 
 	sc, err := scenarios.Load("../../scenarios/real-mode.yaml")
 	require.NoError(t, err)
+	sc.Runs = runs
 	simulated, err := sim.Run(context.Background(), sc, sim.Options{Strategies: []string{"full-jitter"}})
 	require.NoError(t, err)
 	r, s := real.Strategies[0], simulated.Summary.Strategies[0]
