@@ -167,26 +167,36 @@ func WriteTable(w io.Writer, s *Summary) error {
 	return tw.Flush()
 }
 
-// WriteFile writes a file through write, atomically: into a temporary
-// file beside it, renamed over path only when complete, so a crash never
-// leaves a half-written file.
+// WriteFile writes a file through write, atomically and durably: into a
+// temporary file beside it, synced to disk, renamed over path only when
+// complete, and the folder synced, so that neither a crash nor a power
+// loss leaves a half-written or empty file at path.
 func WriteFile(path string, write func(io.Writer) error) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
-		return err
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
-	if err := write(f); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", path, err)
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := f.Close(); err != nil {
-		return err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	if err := os.Chmod(f.Name(), 0o644); err != nil {
-		return err
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
 	}
-	return os.Rename(f.Name(), path)
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err == nil {
+		err = syncDir(filepath.Dir(path))
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	return nil
 }
 
 // File is one file of an output folder: its name, and what writes it.

@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"os"
+	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -21,4 +24,74 @@ func TestProgressIsSilentOffATerminal(t *testing.T) {
 	assert.Nil(t, p, "a pipe is not a terminal")
 	p.add(5) // a nil progress takes work and shows nothing
 	p.finish()
+}
+
+// TestETA follows the estimate of the time left through work whose units
+// get cheaper, as a simulation's do once the herd has passed: the
+// estimate goes by the last five seconds, not by the average since the
+// start, which lags behind such work.
+func TestETA(t *testing.T) {
+	sec := func(x float64) time.Duration { return time.Duration(x * float64(time.Second)) }
+	tests := []struct {
+		at   float64 // seconds since the work began
+		done int     // of 100 units
+		left float64 // seconds; -1: no estimate yet
+	}{
+		{0.1, 0, -1}, // nothing done: no rate
+		{1, 5, 19},   // 5 a second since the start: 95 / 5
+		{2, 10, 18},  // 90 / 5
+		{5, 25, 75 / (25 / 4.9)},
+		{6, 45, 55.0 / 8},  // the last 5 s, from (1 s, 5): 40 units, 8 a second
+		{7, 65, 35.0 / 11}, // from (2 s, 10): 55 in 5 s (the average since the start says 3.8 s)
+		{9, 100, 0},        // done
+	}
+	var e eta
+	for _, tt := range tests {
+		e.observe(sec(tt.at), tt.done)
+		left, ok := e.left(100)
+		if tt.left < 0 {
+			assert.False(t, ok, "at %vs", tt.at)
+			continue
+		}
+		require.True(t, ok, "at %vs", tt.at)
+		assert.InDelta(t, tt.left, left.Seconds(), 0.01, "at %vs", tt.at)
+	}
+}
+
+func TestTiming(t *testing.T) {
+	assert.Equal(t, "3s", timing(3200*time.Millisecond, 0, false))
+	assert.Equal(t, "3s, about 11s left", timing(3200*time.Millisecond, 10600*time.Millisecond, true))
+	assert.Equal(t, "1m5s, almost done", timing(65*time.Second, 400*time.Millisecond, true))
+}
+
+// TestProgressCountsTheTimeBeforeItShows: the elapsed time is the work's,
+// not the bar's (which appears only after a while).
+func TestProgressCountsTheTimeBeforeItShows(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		p := showProgress(&buf, "herd", 100, 2*time.Second, 100*time.Millisecond)
+		time.Sleep(time.Second)
+		p.add(50)
+		time.Sleep(1150 * time.Millisecond) // the bar shows at 2 s, and draws at 2.1 s
+		p.finish()
+		assert.Contains(t, buf.String(), "herd 2s, about 2s left", "2.1 s of work for half of it")
+	})
+}
+
+// syncBuffer is a bytes.Buffer safe for the bar's goroutine and the test.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }

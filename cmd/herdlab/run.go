@@ -71,15 +71,27 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		}
 	}
 
+	// Every output folder is known writable before anything runs, and is
+	// replaced whole only when its run is done.
+	stages, ok := stageOutputs(c, "run", out, loaded)
+	if !ok {
+		return exitBadInput
+	}
+	defer func() {
+		for _, st := range stages {
+			st.Abort()
+		}
+	}()
+	if baseline != "" {
+		if err := checkWritable(baseline); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab run: --save-baseline: %v\n", err)
+			return exitBadInput
+		}
+	}
+
 	ctx := c.ctx
 	for i, sc := range loaded {
-		dir := filepath.Join("out", sc.Name)
-		switch {
-		case out != "" && len(loaded) == 1:
-			dir = out
-		case out != "":
-			dir = filepath.Join(out, sc.Name)
-		}
+		dir := stages[i].Dir()
 		opts := sim.Options{Strategies: only, Parallel: parallel}
 		var bar *progress
 		if !quiet {
@@ -92,7 +104,7 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
 			return exitFailed
 		}
-		if err := writeOutputs(dir, sc, res, charts); err != nil {
+		if err := commitOutputs(stages[i], sc, res, charts); err != nil {
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitFailed
 		}
@@ -113,6 +125,55 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		}
 	}
 	return exitOK
+}
+
+// stageOutputs stages the output folder of each scenario: out/NAME by
+// default, out itself for one scenario, out/NAME for several. It reports
+// a folder that cannot be written or replaced, or that two scenarios
+// share, and returns false then (having staged nothing).
+func stageOutputs(c *cli, cmd, out string, loaded []*scenarios.Scenario) ([]*results.Stage, bool) {
+	stages := make([]*results.Stage, 0, len(loaded))
+	seen := map[string]string{}
+	fail := func(format string, args ...any) ([]*results.Stage, bool) {
+		fmt.Fprintf(c.stderr, "herdlab %s: "+format+"\n", append([]any{cmd}, args...)...)
+		for _, st := range stages {
+			st.Abort()
+		}
+		return nil, false
+	}
+	for _, sc := range loaded {
+		dir := filepath.Join("out", sc.Name)
+		switch {
+		case out != "" && len(loaded) == 1:
+			dir = out
+		case out != "":
+			dir = filepath.Join(out, sc.Name)
+		}
+		if other, dup := seen[filepath.Clean(dir)]; dup {
+			return fail("%s and %s both write %s: give them different names", other, sc.File(), dir)
+		}
+		seen[filepath.Clean(dir)] = sc.File()
+		st, err := results.StageDir(dir)
+		if err != nil {
+			return fail("%s: %v", sc.File(), err)
+		}
+		stages = append(stages, st)
+	}
+	return stages, true
+}
+
+// checkWritable reports whether files can be written in dir, made if
+// need be.
+func checkWritable(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(dir, ".herdlab-write-test-*")
+	if err != nil {
+		return err
+	}
+	f.Close()
+	return os.Remove(f.Name())
 }
 
 // loadAll loads every file, reporting every problem of every file.
@@ -149,14 +210,14 @@ func saveBaseline(dir string, s *results.Summary) error {
 	return results.WriteFile(baselineFile(dir, s.Scenario), func(w io.Writer) error { return results.WriteJSON(w, s) })
 }
 
-// writeOutputs writes a run's files into dir, each atomically, with the
-// charts drawn as opts says (none when opts is nil).
-func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+// outputFiles returns a run's files, with the charts drawn as opts says
+// (none when opts is nil).
+func outputFiles(sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) ([]results.File, error) {
 	var images []results.Image
 	if opts != nil {
 		charts, err := plots.Render(res.Summary, res.Runs, *opts)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		images = plots.Images(charts, *opts)
 	}
@@ -166,10 +227,32 @@ func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plo
 		{Name: "timeseries.csv", Write: func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
 	}
 	files = append(files, results.ImageFiles(images)...)
-	// The reports last: they refer to the files above.
 	files = append(files,
 		results.File{Name: "report.md", Write: func(w io.Writer) error { return results.WriteReport(w, res.Summary, images) }},
 		results.File{Name: "report.html", Write: func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images) }},
 	)
+	return files, nil
+}
+
+// commitOutputs writes a run's files into its staged folder and swaps the
+// folder in whole.
+func commitOutputs(st *results.Stage, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+	files, err := outputFiles(sc, res, opts)
+	if err != nil {
+		return err
+	}
+	if err := st.WriteFiles(files); err != nil {
+		return err
+	}
+	return st.Commit()
+}
+
+// writeOutputs writes a run's files into dir, each atomically, with the
+// charts drawn as opts says (none when opts is nil).
+func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+	files, err := outputFiles(sc, res, opts)
+	if err != nil {
+		return err
+	}
 	return results.WriteFiles(dir, files)
 }

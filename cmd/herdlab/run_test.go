@@ -124,3 +124,40 @@ func TestRunBadInputWritesNothing(t *testing.T) {
 		})
 	}
 }
+
+// TestRunReplacesItsFolderWhole: a re-run leaves no file of the run before
+// (charts it no longer draws), and a folder that is unusable is refused
+// before anything is simulated.
+func TestRunReplacesItsFolderWhole(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "small.yaml", small)
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("run", file, "-o", out, "-q")
+	require.Equal(t, exitOK, code, stderr)
+	assert.FileExists(t, filepath.Join(out, "load.png"))
+
+	code, _, stderr = herdlab("run", file, "-o", out, "-q", "--no-charts", "--strategy", "jitter")
+	require.Equal(t, exitOK, code, stderr)
+	assert.NoFileExists(t, filepath.Join(out, "load.png"), "the first run's charts are gone with it")
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 2, "small.yaml and out, no temporary folder")
+
+	mine := filepath.Join(dir, "mine")
+	require.NoError(t, os.MkdirAll(mine, 0o755))
+	writeScenario(t, mine, "notes.txt", "mine")
+	code, _, stderr = herdlab("run", file, "-o", mine, "-q")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "notes.txt and no summary.json")
+	assert.FileExists(t, filepath.Join(mine, "notes.txt"))
+
+	blocked := filepath.Join(dir, "small.yaml", "out") // a file where a folder should be
+	code, _, stderr = herdlab("run", file, "-o", blocked, "-q")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "cannot write the output folder "+blocked)
+
+	code, _, stderr = herdlab("run", file, file, "-o", filepath.Join(dir, "twice"), "-q")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "both write "+filepath.Join(dir, "twice", "small"))
+	assert.NoDirExists(t, filepath.Join(dir, "twice", "small"))
+}

@@ -1,0 +1,220 @@
+package results
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// stageFiles writes generation gen of an output folder: the given names,
+// each holding "gen".
+func stageFiles(gen int, names ...string) []File {
+	files := make([]File, len(names))
+	for i, name := range names {
+		files[i] = File{name, Raw(fmt.Appendf(nil, "%d", gen))}
+	}
+	return files
+}
+
+// folder returns the files of dir (not its folders) and their contents.
+func folder(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		got[e.Name()] = string(data)
+	}
+	return got
+}
+
+// siblings lists what is beside dir in its parent, dir itself included.
+func siblings(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(filepath.Dir(dir))
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	sort.Strings(names)
+	return names
+}
+
+func commit(t *testing.T, dir string, files []File) {
+	t.Helper()
+	st, err := StageDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, st.WriteFiles(files))
+	require.NoError(t, st.Commit())
+}
+
+func TestStageReplacesTheWholeFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out", "herd")
+	commit(t, dir, stageFiles(1, "summary.json", "timeseries.csv", "load.png", "report.md"))
+	assert.Equal(t, map[string]string{"summary.json": "1", "timeseries.csv": "1", "load.png": "1", "report.md": "1"}, folder(t, dir))
+
+	// A re-run without charts leaves no chart of the first run behind.
+	commit(t, dir, stageFiles(2, "summary.json", "timeseries.csv", "report.md"))
+	assert.Equal(t, map[string]string{"summary.json": "2", "timeseries.csv": "2", "report.md": "2"}, folder(t, dir))
+	assert.Equal(t, []string{"herd"}, siblings(t, dir), "no temporary folder is left")
+}
+
+func TestStageFailureLeavesTheOldFolder(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "herd")
+	commit(t, dir, stageFiles(1, "summary.json", "timeseries.csv", "report.md"))
+
+	// The second run dies writing its second file: what a kill or a full
+	// disk does. The old folder is as it was, whole.
+	st, err := StageDir(dir)
+	require.NoError(t, err)
+	files := stageFiles(2, "summary.json", "timeseries.csv", "report.md")
+	files[1].Write = func(w io.Writer) error {
+		io.WriteString(w, "half")
+		return errors.New("no space left on device")
+	}
+	err = st.WriteFiles(files)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), filepath.Join(dir, "timeseries.csv"), "the error names the file")
+	st.Abort()
+	assert.Equal(t, map[string]string{"summary.json": "1", "timeseries.csv": "1", "report.md": "1"}, folder(t, dir))
+	assert.Equal(t, []string{"herd"}, siblings(t, dir))
+}
+
+func TestStageKeepsSubfolders(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "herd")
+	commit(t, dir, stageFiles(1, "summary.json"))
+	sweep := filepath.Join(dir, "sweep")
+	require.NoError(t, os.MkdirAll(filepath.Join(sweep, "records"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sweep, "sweep.csv"), []byte("points"), 0o644))
+
+	commit(t, dir, stageFiles(2, "summary.json"))
+	data, err := os.ReadFile(filepath.Join(sweep, "sweep.csv"))
+	require.NoError(t, err, "a sweep kept in the run's folder survives the run")
+	assert.Equal(t, "points", string(data))
+	assert.DirExists(t, filepath.Join(sweep, "records"))
+}
+
+func TestStageRefusesAFolderItDidNotWrite(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "mine")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("years of work"), 0o644))
+
+	_, err := StageDir(dir)
+	require.ErrorIs(t, err, ErrNotOutputDir)
+	assert.Contains(t, err.Error(), "thesis.tex")
+	assert.Equal(t, map[string]string{"thesis.tex": "years of work"}, folder(t, dir))
+	assert.Equal(t, []string{"mine"}, siblings(t, dir), "nothing was made")
+
+	file := filepath.Join(root, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	_, err = StageDir(file)
+	require.ErrorIs(t, err, ErrNotOutputDir)
+
+	// Empty folders, and folders of folders, are fine.
+	empty := filepath.Join(root, "empty")
+	require.NoError(t, os.MkdirAll(filepath.Join(empty, "sweep"), 0o755))
+	commit(t, empty, stageFiles(1, "summary.json"))
+	assert.DirExists(t, filepath.Join(empty, "sweep"))
+}
+
+func TestStageRefusesAnUnwritableParent(t *testing.T) {
+	if os.Geteuid() == 0 {
+		// root writes anywhere; a file in the way stops it all the same.
+		parent := filepath.Join(t.TempDir(), "parent")
+		require.NoError(t, os.WriteFile(parent, nil, 0o644))
+		_, err := StageDir(filepath.Join(parent, "herd"))
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), filepath.Join(parent, "herd"))
+		return
+	}
+	parent := t.TempDir()
+	require.NoError(t, os.Chmod(parent, 0o555))
+	t.Cleanup(func() { os.Chmod(parent, 0o755) })
+	_, err := StageDir(filepath.Join(parent, "herd"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot write the output folder")
+}
+
+func TestStageFollowsASymlink(t *testing.T) {
+	root := t.TempDir()
+	real := filepath.Join(root, "real")
+	commit(t, real, stageFiles(1, "summary.json", "load.png"))
+	link := filepath.Join(root, "link")
+	require.NoError(t, os.Symlink(real, link))
+
+	commit(t, link, stageFiles(2, "summary.json"))
+	target, err := os.Readlink(link)
+	require.NoError(t, err, "the link is still a link")
+	assert.Equal(t, real, target)
+	assert.Equal(t, map[string]string{"summary.json": "2"}, folder(t, real))
+}
+
+// TestStageReadersNeverSeeAMix reads the folder while it is replaced over
+// and over: every read through one handle on the folder finds every file,
+// all of one generation (or finds the folder gone from under it, once it
+// was swapped out, and reads it again).
+func TestStageReadersNeverSeeAMix(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "herd")
+	names := []string{"summary.json", "summary.csv", "timeseries.csv", "load.png", "report.md", "report.html"}
+	commit(t, dir, stageFiles(0, names...))
+
+	var stop atomic.Bool
+	var reads, mixed, missing atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for !stop.Load() {
+			root, err := os.OpenRoot(dir)
+			if err != nil {
+				missing.Add(1) // only without an exchange, between two renames
+				continue
+			}
+			gens := map[string]bool{}
+			gone := false
+			for _, name := range names {
+				data, err := root.ReadFile(name)
+				if errors.Is(err, os.ErrNotExist) {
+					gone = true // swapped out and being removed
+					break
+				}
+				if err == nil {
+					gens[string(data)] = true
+				}
+			}
+			root.Close()
+			if gone {
+				continue
+			}
+			reads.Add(1)
+			if len(gens) != 1 {
+				mixed.Add(1)
+			}
+		}
+	})
+	for gen := 1; gen <= 100; gen++ {
+		commit(t, dir, stageFiles(gen, names...))
+	}
+	stop.Store(true)
+	wg.Wait()
+	assert.Positive(t, reads.Load())
+	assert.Zero(t, mixed.Load(), "a read found files of two runs")
+	if exchange(t.TempDir(), t.TempDir()) == nil {
+		assert.Zero(t, missing.Load(), "the folder was missing for a moment")
+	}
+	assert.Equal(t, "100", folder(t, dir)["summary.json"])
+}
