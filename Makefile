@@ -7,7 +7,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build test check bench demo docs lint fuzz clean
+.PHONY: all build test check bench demo docs docs-into docs-check lint fuzz clean
 
 all: build
 
@@ -20,11 +20,13 @@ build:
 # package at a time (-p 1) so that none takes the others' cores.
 test: lint
 	$(GO) test -race -count=1 ./...
-	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram" ./cmd/herdlab ./realhttp ./sweep
+	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase" ./cmd/herdlab ./realhttp ./sweep ./sim
 
-# check: every shipped scenario's checks, the way a team gates its own in CI.
+# check: every shipped scenario's checks, the way a team gates its own in
+# CI; and the README's charts are what the code draws.
 check: build
 	./$(BIN) check scenarios/*.yaml
+	$(MAKE) --no-print-directory docs-check
 
 lint:
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
@@ -36,10 +38,14 @@ lint:
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./...
 
-# fuzz: each fuzz target for $(FUZZTIME).
+# fuzz: each fuzz target for $(FUZZTIME) (a -fuzz pattern must match one
+# target only, hence the anchors).
 fuzz:
-	$(GO) test ./strategies -run='^$$' -fuzz=FuzzRetryAfter -fuzztime=$(FUZZTIME)
-	$(GO) test ./scenarios -run='^$$' -fuzz=FuzzParse -fuzztime=$(FUZZTIME)
+	$(GO) test ./strategies -run='^$$' -fuzz='^FuzzRetryAfter$$' -fuzztime=$(FUZZTIME)
+	$(GO) test ./scenarios -run='^$$' -fuzz='^FuzzParse$$' -fuzztime=$(FUZZTIME)
+	$(GO) test ./scenarios -run='^$$' -fuzz='^FuzzParseValues$$' -fuzztime=$(FUZZTIME)
+	$(GO) test ./scenarios -run='^$$' -fuzz='^FuzzLint$$' -fuzztime=$(FUZZTIME)
+	$(GO) test ./sim -run='^$$' -fuzz='^FuzzSimulate$$' -fuzztime=$(FUZZTIME)
 
 # demo: the main job on the default scenario (the article's thundering herd):
 # every strategy simulated, a table on the terminal, the report under out/.
@@ -49,14 +55,28 @@ demo: build
 # docs: regenerate the charts the README shows (commit them after a look):
 # the default scenario's load and recovery, and the metastable scenario's
 # phase diagram (3 runs a point, about 21 s on 2 cores).
+DOCS_IMAGES := load.png recovery.png phase-immediate.png phase-equal-jitter-10s.png
 docs: build
+	$(MAKE) --no-print-directory docs-into DOCS_DIR=docs
+
+# docs-into: draw the README's charts into $(DOCS_DIR).
+docs-into:
 	./$(BIN) run $(SCENARIO) -q --out out/docs
 	rm -rf out/docs-phase
 	./$(BIN) sweep scenarios/metastable.yaml --runs 3 -q --out out/docs-phase
-	mkdir -p docs
-	cp out/docs/load.png out/docs/recovery.png docs/
-	cp out/docs-phase/heatmap-immediate.png docs/phase-immediate.png
-	cp out/docs-phase/heatmap-equal-jitter-10s.png docs/phase-equal-jitter-10s.png
+	mkdir -p $(DOCS_DIR)
+	cp out/docs/load.png out/docs/recovery.png $(DOCS_DIR)/
+	cp out/docs-phase/heatmap-immediate.png $(DOCS_DIR)/phase-immediate.png
+	cp out/docs-phase/heatmap-equal-jitter-10s.png $(DOCS_DIR)/phase-equal-jitter-10s.png
+
+# docs-check: fail when the committed charts are not what make docs draws
+# now (run make docs, look, commit).
+docs-check: build
+	rm -rf out/docs-check
+	$(MAKE) --no-print-directory docs-into DOCS_DIR=out/docs-check
+	@for f in $(DOCS_IMAGES); do \
+		cmp -s docs/$$f out/docs-check/$$f || { echo "docs/$$f is not what make docs draws now: run make docs, look at it, commit it"; exit 1; }; \
+	done; echo "docs: the committed charts are what make docs draws"
 
 clean:
 	rm -rf bin out

@@ -9,6 +9,9 @@
 // and a check passes only when the whole interval satisfies it: a gate
 // that the interval straddles fails as inconclusive, so that it does not
 // flip with the seed.
+//
+// A check on a strategy that did not run (check --strategy) is skipped:
+// reported as such, neither passed nor failed.
 package checks
 
 import (
@@ -24,11 +27,39 @@ import (
 type Result struct {
 	Strategy string `json:"strategy"` // empty for a comparison
 	Figure   string `json:"figure"`   // a figure of summary.json, or the comparison
-	Bound    string `json:"bound"`    // such as "<= 1.5" or "in [0.9, 1]"
-	Value    string `json:"value"`    // such as "1.03", "1.03 ± 0.02", "never recovered"
-	Pass     bool   `json:"pass"`
-	// Note says why a check failed beyond its value: no value, or an
-	// interval that straddles the bound.
+	Bound    string `json:"bound"`    // the bound as text, such as "<= 1.5" or "in [0.9, 1]"
+	// Min and Max are the bound as numbers, either nil for none: a
+	// bound's ends, or for a baseline figure the limit it may reach. Both
+	// are nil for a comparison and for a figure new since the baseline.
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
+	// Value is the figure's value (with several runs, the mean); nil when
+	// it does not exist (Text says why), when the check was skipped, and
+	// for a comparison (see Left and Right).
+	Value *float64 `json:"value"`
+	// CI95 is the half-width of Value's 95% confidence interval: 0 with
+	// one run.
+	CI95 float64 `json:"ci95,omitempty"`
+	// Left and Right are a comparison's two sides, each scaled by its
+	// factor; nil where a side has no value.
+	Left  *float64 `json:"left,omitempty"`
+	Right *float64 `json:"right,omitempty"`
+	// Text is the value as the text report writes it, such as "1.03",
+	// "1.03 ± 0.02", "never recovered", "2065 <= 25000" or "not run".
+	Text string `json:"value_text"`
+	// Baseline is a baseline figure's value in the baseline; nil when it
+	// had none.
+	Baseline *float64 `json:"baseline,omitempty"`
+	// Tolerance says how --tolerance applied to a baseline figure:
+	// ToleranceRelative or ToleranceAbsolute (see Baseline).
+	Tolerance string `json:"tolerance,omitempty"`
+	Pass      bool   `json:"pass"`
+	// Skipped is set when the check was not judged: its strategy (or one
+	// of a comparison's) did not run. A skipped check has Pass false but
+	// does not fail.
+	Skipped bool `json:"skipped,omitempty"`
+	// Note says why a check failed or was skipped beyond its value: no
+	// value, an interval that straddles the bound, a strategy not run.
 	Note string `json:"note,omitempty"`
 	Why  string `json:"why,omitempty"`
 	// Line and Col locate the check in its scenario file (0 when built in
@@ -37,12 +68,23 @@ type Result struct {
 	Col  int `json:"col,omitempty"`
 }
 
-// Status returns PASS or FAIL.
+// Status returns PASS, FAIL or SKIP.
 func (r Result) Status() string {
-	if r.Pass {
+	switch {
+	case r.Skipped:
+		return "SKIP"
+	case r.Pass:
 		return "PASS"
 	}
 	return "FAIL"
+}
+
+// Failed reports whether the check failed: judged, and not passed.
+func (r Result) Failed() bool { return !r.Pass && !r.Skipped }
+
+// skip marks r skipped: strategy did not run.
+func (r *Result) skip(strategy string) {
+	r.Skipped, r.Text, r.Note = true, "not run", strategy+" was not run (--strategy)"
 }
 
 // value is a figure of one strategy: a mean, the half-width of its 95%
@@ -68,7 +110,8 @@ func (v value) String() string {
 
 // Evaluate judges the checks of sc against its results s, in the order
 // the checks are written; a check on every strategy ("*") gives one
-// result per strategy.
+// result per strategy of sc. A check on a strategy that s does not hold
+// (it did not run), or a comparison naming one, is skipped.
 func Evaluate(sc *scenarios.Scenario, s *results.Summary) []Result {
 	figs := map[string]figures{}
 	for i := range s.Strategies {
@@ -86,19 +129,19 @@ func Evaluate(sc *scenarios.Scenario, s *results.Summary) []Result {
 		names := []string{c.Strategy}
 		if c.Strategy == "*" {
 			names = names[:0]
-			for _, st := range s.Strategies {
+			for _, st := range sc.Strategies {
 				names = append(names, st.Name)
 			}
 		}
 		for _, name := range names {
 			f, ok := figs[name]
 			for _, b := range c.Bounds {
-				r := Result{Strategy: name, Figure: b.Figure, Bound: boundString(b), Why: c.Why, Line: line, Col: col}
+				r := Result{Strategy: name, Figure: b.Figure, Bound: boundString(b), Min: b.Min, Max: b.Max, Why: c.Why, Line: line, Col: col}
 				if !ok {
-					r.Value, r.Note = "not run", "the strategy was not run (see --strategy)"
+					r.skip(name)
 				} else {
 					v := f.get(b.Figure)
-					r.Value = v.String()
+					r.setValue(v)
 					r.Pass, r.Note = judge(v, b.Min, b.Max)
 				}
 				out = append(out, r)
@@ -106,6 +149,14 @@ func Evaluate(sc *scenarios.Scenario, s *results.Summary) []Result {
 		}
 	}
 	return out
+}
+
+// setValue sets r's value, its interval and its text from v.
+func (r *Result) setValue(v value) {
+	r.Text = v.String()
+	if v.ok {
+		r.Value, r.CI95 = &v.x, v.ci
+	}
 }
 
 // judge decides whether v lies in [min, max] (either end may be nil).
@@ -129,16 +180,29 @@ func judge(v value, min, max *float64) (bool, string) {
 }
 
 // compare judges a comparison between strategies: it holds when it holds
-// for every pair of values in the two intervals.
+// for every pair of values in the two intervals. It is skipped when it
+// names a strategy that did not run.
 func compare(expr string, figs map[string]figures) Result {
 	r := Result{Figure: expr, Bound: "holds"}
 	c, err := scenarios.ParseComparison(expr)
 	if err != nil {
-		r.Value, r.Note = "invalid", err.Error()
+		r.Text, r.Note = "invalid", err.Error()
 		return r
 	}
+	for _, o := range []scenarios.Operand{c.Left, c.Right} {
+		if _, ok := figs[o.Strategy]; o.Strategy != "" && !ok {
+			r.skip(o.Strategy)
+			return r
+		}
+	}
 	l, rv := operand(c.Left, figs), operand(c.Right, figs)
-	r.Value = l.String() + " " + c.Op + " " + rv.String()
+	r.Text = l.String() + " " + c.Op + " " + rv.String()
+	if l.ok {
+		r.Left = &l.x
+	}
+	if rv.ok {
+		r.Right = &rv.x
+	}
 	if !l.ok || !rv.ok {
 		r.Note = "no value"
 		return r
@@ -163,11 +227,7 @@ func operand(o scenarios.Operand, figs map[string]figures) value {
 	if o.Strategy == "" {
 		return value{x: o.Factor, ok: true}
 	}
-	f, ok := figs[o.Strategy]
-	if !ok {
-		return value{why: o.Strategy + " not run"}
-	}
-	v := f.get(o.Figure)
+	v := figs[o.Strategy].get(o.Figure)
 	v.x, v.ci = o.Factor*v.x, math.Abs(o.Factor)*v.ci
 	return v
 }

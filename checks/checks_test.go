@@ -61,7 +61,7 @@ func TestBounds(t *testing.T) {
 	type row struct{ strategy, figure, bound, value, status, note string }
 	var rows []row
 	for _, r := range got {
-		rows = append(rows, row{r.Strategy, r.Figure, r.Bound, r.Value, r.Status(), r.Note})
+		rows = append(rows, row{r.Strategy, r.Figure, r.Bound, r.Text, r.Status(), r.Note})
 	}
 	assert.Equal(t, []row{
 		{"fixed", "peak_load_ratio", ">= 10", "25", "PASS", ""},
@@ -75,6 +75,55 @@ func TestBounds(t *testing.T) {
 	}, rows)
 	assert.Equal(t, "the herd", got[0].Why)
 	assert.Equal(t, 9, got[0].Line, "a result points at its check in the file")
+
+	// The figures as numbers too: the value, the bound's ends.
+	require.NotNil(t, got[0].Value)
+	assert.Equal(t, 25.0, *got[0].Value)
+	assert.Equal(t, ptr(10), got[0].Min)
+	assert.Nil(t, got[0].Max)
+	assert.Equal(t, []*float64{ptr(0.999), ptr(1)}, []*float64{got[5].Min, got[5].Max})
+	assert.Nil(t, got[6].Value, "never recovered: no number")
+}
+
+func TestStrategiesNotRunAreSkipped(t *testing.T) {
+	// check --strategy jitter: fixed did not run.
+	s := summary()
+	s.Strategies = s.Strategies[1:]
+	sc := scenario(t, `
+  - strategy: fixed
+    peak_load_ratio: {min: 10}
+  - strategy: jitter
+    peak_load_ratio: {max: 1.5}
+  - strategy: "*"
+    recovery_time_s: {max: 120}
+  - compare: jitter.peak_load < fixed.peak_load
+  - compare: jitter.peak_load < 3000
+`)
+	got := Evaluate(sc, s)
+	type row struct{ strategy, figure, status string }
+	var rows []row
+	for _, r := range got {
+		rows = append(rows, row{r.Strategy, r.Figure, r.Status()})
+	}
+	assert.Equal(t, []row{
+		{"fixed", "peak_load_ratio", "SKIP"},
+		{"jitter", "peak_load_ratio", "PASS"},
+		{"fixed", "recovery_time_s", "SKIP"},
+		{"jitter", "recovery_time_s", "PASS"},
+		{"", "jitter.peak_load < fixed.peak_load", "SKIP"},
+		{"", "jitter.peak_load < 3000", "PASS"},
+	}, rows)
+	for _, i := range []int{0, 2, 4} {
+		assert.False(t, got[i].Pass, "a skipped check has not passed")
+		assert.False(t, got[i].Failed(), "nor failed")
+		assert.Nil(t, got[i].Value)
+		assert.Equal(t, "not run", got[i].Text)
+		assert.Equal(t, "fixed was not run (--strategy)", got[i].Note)
+	}
+	r := &Report{Checks: got}
+	assert.Equal(t, [3]int{3, 0, 3}, [3]int{r.Passed(), r.Failed(), r.Skipped()})
+	assert.Equal(t, "3 passed, 0 failed, 3 skipped", Tally(r.Passed(), r.Failed(), r.Skipped()))
+	assert.Equal(t, "3 passed, 0 failed", Tally(3, 0, 0))
 }
 
 func TestConfidenceIntervals(t *testing.T) {
@@ -93,7 +142,7 @@ func TestConfidenceIntervals(t *testing.T) {
 	got := Evaluate(sc, s)
 	require.Len(t, got, 3)
 	assert.True(t, got[0].Pass, "1.03 ± 0.2 is below 1.5")
-	assert.Equal(t, "1.03 ± 0.2", got[0].Value)
+	assert.Equal(t, "1.03 ± 0.2", got[0].Text)
 	assert.False(t, got[1].Pass, "1.03 ± 0.2 straddles 1.1")
 	assert.Contains(t, got[1].Note, "straddles")
 	assert.False(t, got[2].Pass, "1.03 ± 0.2 is above 0.8")
@@ -110,11 +159,11 @@ func TestComparisons(t *testing.T) {
 	got := Evaluate(sc, summary())
 	require.Len(t, got, 4)
 	assert.True(t, got[0].Pass)
-	assert.Equal(t, "2065 <= 25000", got[0].Value)
+	assert.Equal(t, "2065 <= 25000", got[0].Text)
 	assert.False(t, got[1].Pass)
 	assert.True(t, got[2].Pass)
 	assert.False(t, got[3].Pass)
-	assert.Equal(t, "never recovered < 30", got[3].Value)
+	assert.Equal(t, "never recovered < 30", got[3].Text)
 
 	// Overlapping intervals are inconclusive: a fail that says so.
 	s := summary()
@@ -145,7 +194,58 @@ func TestBaseline(t *testing.T) {
 	assert.False(t, byFigure["jitter baseline recovery_time_s"].Pass, "a server that no longer recovers regresses")
 	assert.True(t, byFigure["fixed baseline recovery_time_s"].Pass, "recovering where the baseline did not is fine")
 	assert.True(t, byFigure["fixed baseline peak_load"].Pass, "unchanged")
-	assert.Equal(t, "<= 1.082 (baseline 1.03 +5%)", byFigure["jitter baseline peak_load_ratio"].Bound)
+	assert.Equal(t, "<= 1.082 (baseline 1.03 +5% relative)", byFigure["jitter baseline peak_load_ratio"].Bound)
+}
+
+func TestBaselineToleranceRelativeOrAbsolute(t *testing.T) {
+	base := summary()
+	rows := map[string]Result{}
+	for _, r := range Baseline(summary(), base, 0.05) {
+		rows[r.Strategy+" "+r.Figure] = r
+	}
+	tests := []struct {
+		row, tolerance, bound string
+		limit                 float64
+	}{
+		{"fixed baseline peak_load", ToleranceRelative, "<= 52500 (baseline 50000 +5% relative)", 52500},             // a count
+		{"jitter baseline latency_s.p99", ToleranceRelative, "<= 88.83 (baseline 84.6 +5% relative)", 88.83},         // a time
+		{"jitter baseline peak_load_ratio", ToleranceRelative, "<= 1.082 (baseline 1.03 +5% relative)", 1.0815},      // a ratio above 1
+		{"jitter baseline delivered_ratio", ToleranceAbsolute, ">= 0.9495 (baseline 0.9995 -0.05 absolute)", 0.9495}, // a ratio below 1
+		{"fixed baseline duplicates", ToleranceAbsolute, "<= 0.05 (baseline 0 +0.05 absolute)", 0.05},                // a baseline of 0
+	}
+	for _, tt := range tests {
+		t.Run(tt.row, func(t *testing.T) {
+			r, ok := rows[tt.row]
+			require.True(t, ok)
+			assert.Equal(t, tt.tolerance, r.Tolerance)
+			assert.Equal(t, tt.bound, r.Bound)
+			limit := r.Max
+			if limit == nil {
+				limit = r.Min
+			}
+			require.NotNil(t, limit)
+			assert.InDelta(t, tt.limit, *limit, 1e-9)
+			require.NotNil(t, r.Baseline)
+			assert.True(t, r.Pass, "unchanged")
+		})
+	}
+}
+
+func TestBaselineStrategiesNotInBoth(t *testing.T) {
+	base := summary()
+	now := summary()
+	now.Strategies = now.Strategies[1:] // fixed not run
+	now.Strategies = append(now.Strategies, results.StrategySummary{Name: "new"})
+	var skipped []string
+	for _, r := range Baseline(now, base, 0.05) {
+		if r.Skipped {
+			skipped = append(skipped, r.Strategy+": "+r.Note)
+		}
+	}
+	assert.Equal(t, []string{
+		"new: new is not in the baseline",
+		"fixed: fixed was not run (--strategy), or is no longer in the scenario",
+	}, skipped)
 }
 
 func TestFiguresNamedByChecksExistInSummaries(t *testing.T) {
@@ -154,6 +254,7 @@ func TestFiguresNamedByChecksExistInSummaries(t *testing.T) {
 	s.Strategies[0].RecoveryTimeS = ptr(1)
 	s.Strategies[0].DrainTimeS = ptr(1)
 	s.Strategies[0].CompletionTimeS = ptr(1)
+	s.Strategies[0].BacklogAtOutageEnd = ptr(1)
 	f := newFigures(&s.Strategies[0])
 	for _, name := range scenarios.Figures {
 		assert.True(t, f.get(name).ok, name)
@@ -181,8 +282,18 @@ func TestWriteText(t *testing.T) {
 	assert.Regexp(t, `jitter\s+peak_load_ratio\s+<= 1.5\s+1.03\s+PASS`, out)
 	assert.Regexp(t, `fixed\s+peak_load_ratio\s+<= 1.5\s+25\s+FAIL`, out)
 	assert.Contains(t, out, "gate.yaml:5:5: strategies[0].backoff: HL001 fixed-delay: a fixed 5s delay (warning)")
-	assert.Contains(t, out, "1 passed, 1 failed")
+	assert.Contains(t, out, "1 passed, 1 failed\n")
 
+	rs[0].Only = []string{"jitter"}
+	rs[0].Checks[1].skip("fixed")
+	buf.Reset()
+	require.NoError(t, WriteText(&buf, rs))
+	out = buf.String()
+	assert.Contains(t, out, "gate (gate.yaml, 1 run(s), only jitter)")
+	assert.Regexp(t, `fixed\s+peak_load_ratio\s+<= 1.5\s+not run\s+SKIP: fixed was not run \(--strategy\)`, out)
+	assert.Contains(t, out, "1 passed, 0 failed, 1 skipped\n")
+
+	rs = reports(t)
 	rs[0].Strict = true
 	assert.Equal(t, 2, rs[0].Failed(), "strict: the lint finding fails too")
 	rs[0].Lint[0].Silenced = "on purpose"
@@ -201,6 +312,33 @@ func TestWriteJSON(t *testing.T) {
 	assert.Equal(t, 1, doc.Failed)
 	require.Len(t, doc.Scenarios[0].Checks, 2)
 	assert.Equal(t, "jitter spreads the herd", doc.Scenarios[0].Checks[0].Why)
+
+	// Numbers as JSON numbers, bounds as plain text.
+	assert.Contains(t, buf.String(), `"bound": "<= 1.5"`, "not HTML-escaped")
+	assert.NotContains(t, buf.String(), `\u003c`)
+	var raw struct {
+		Scenarios []struct {
+			Checks []map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &raw))
+	jitter := raw.Scenarios[0].Checks[0]
+	assert.Equal(t, 1.03, jitter["value"], "a number, not a string")
+	assert.Equal(t, 1.5, jitter["max"])
+	assert.Equal(t, "1.03", jitter["value_text"])
+
+	// A figure that does not exist is null; a skipped check says so.
+	rs := reports(t)
+	rs[0].Checks = append(rs[0].Checks, Result{Strategy: "fixed", Figure: "recovery_time_s", Bound: "<= 120", Text: "never recovered", Note: "no value"})
+	rs[0].Checks[1].skip("fixed")
+	buf.Reset()
+	require.NoError(t, WriteJSON(&buf, rs))
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &raw))
+	never := raw.Scenarios[0].Checks[2]
+	assert.Contains(t, never, "value")
+	assert.Nil(t, never["value"])
+	assert.Equal(t, true, raw.Scenarios[0].Checks[1]["skipped"])
+	assert.Contains(t, buf.String(), `"skipped": 1,`)
 }
 
 func TestWriteJUnit(t *testing.T) {
@@ -218,4 +356,34 @@ func TestWriteJUnit(t *testing.T) {
 	require.NotNil(t, suite.Cases[1].Failure)
 	assert.Equal(t, "value 25", suite.Cases[1].Failure.Message)
 	assert.NotNil(t, suite.Cases[2].Skipped, "a lint warning is a skipped case")
+
+	// A check on a strategy not run is a skipped case, not a failure.
+	rs := reports(t)
+	rs[0].Checks[1].skip("fixed")
+	buf.Reset()
+	require.NoError(t, WriteJUnit(&buf, rs))
+	doc = junitSuites{}
+	require.NoError(t, xml.Unmarshal(buf.Bytes(), &doc))
+	assert.Equal(t, 0, doc.Failures)
+	require.NotNil(t, doc.Suites[0].Cases[1].Skipped)
+	assert.Contains(t, doc.Suites[0].Cases[1].Skipped.Message, "not run")
+	assert.Equal(t, 2, doc.Suites[0].Skipped)
+
+	// A baseline figure's case says how the tolerance applied.
+	rs[0].Checks = Baseline(summary(), summary(), 0.05)
+	buf.Reset()
+	require.NoError(t, WriteJUnit(&buf, rs))
+	assert.Contains(t, buf.String(), `name="jitter baseline delivered_ratio &gt;= 0.9495 (baseline 0.9995 -0.05 absolute)"`)
+	assert.Contains(t, buf.String(), `name="jitter baseline peak_load &lt;= 2168 (baseline 2065 +5% relative)"`)
+}
+
+func TestLintErrorsFailWithoutStrict(t *testing.T) {
+	r := &Report{Lint: []Finding{{Rule: "HL001", Name: "fixed-delay"}, {Rule: "HL009", Name: "retry-spin", Error: true}}}
+	assert.Equal(t, 1, r.Failed(), "the error fails; the warning does not")
+	r.Strict = true
+	assert.Equal(t, 2, r.Failed())
+	var buf bytes.Buffer
+	require.NoError(t, WriteText(&buf, []*Report{{File: "x.yaml", Lint: []Finding{{Rule: "HL009", Name: "retry-spin", Message: "spins", Error: true}}}}))
+	assert.Contains(t, buf.String(), "HL009 retry-spin: spins (error)")
+	assert.Contains(t, buf.String(), "0 passed, 1 failed")
 }

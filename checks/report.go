@@ -11,11 +11,14 @@ import (
 
 // Report is the outcome of checking one scenario.
 type Report struct {
-	File     string    `json:"file"`
-	Scenario string    `json:"scenario"`
-	Runs     int       `json:"runs"`
-	Checks   []Result  `json:"checks"`
-	Lint     []Finding `json:"lint"`
+	File     string `json:"file"`
+	Scenario string `json:"scenario"`
+	Runs     int    `json:"runs"`
+	// Only names the strategies run when not all were (check
+	// --strategy), in the scenario's order; empty when all were.
+	Only   []string  `json:"only,omitempty"`
+	Checks []Result  `json:"checks"`
+	Lint   []Finding `json:"lint"`
 	// Strict makes lint findings that are not silenced fail the report.
 	Strict bool `json:"strict"`
 }
@@ -29,22 +32,25 @@ type Finding struct {
 	Col      int    `json:"col"`
 	Message  string `json:"message"`
 	Silenced string `json:"silenced,omitempty"`
+	// Error marks a finding of a rule that finds errors (HL009): it fails
+	// the report, strict or not. It cannot be silenced.
+	Error bool `json:"error,omitempty"`
+}
+
+// fails reports whether the finding fails a report that is strict or
+// not.
+func (f Finding) fails(strict bool) bool {
+	return f.Error || (strict && f.Silenced == "")
 }
 
 // Failed counts the failed checks, and the lint findings that fail
-// (those not silenced, when strict).
+// (errors, and when strict those not silenced). Skipped checks do not
+// fail.
 func (r *Report) Failed() int {
-	n := 0
-	for _, c := range r.Checks {
-		if !c.Pass {
+	n := failedChecks(r)
+	for _, f := range r.Lint {
+		if f.fails(r.Strict) {
 			n++
-		}
-	}
-	if r.Strict {
-		for _, f := range r.Lint {
-			if f.Silenced == "" {
-				n++
-			}
 		}
 	}
 	return n
@@ -54,7 +60,11 @@ func (r *Report) Failed() int {
 // check, then the lint findings.
 func WriteText(w io.Writer, reports []*Report) error {
 	for _, r := range reports {
-		fmt.Fprintf(w, "%s (%s, %d run(s))\n", r.Scenario, r.File, r.Runs)
+		only := ""
+		if len(r.Only) > 0 {
+			only = ", only " + strings.Join(r.Only, ", ")
+		}
+		fmt.Fprintf(w, "%s (%s, %d run(s)%s)\n", r.Scenario, r.File, r.Runs, only)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		if len(r.Checks) > 0 {
 			fmt.Fprintln(tw, "  strategy\tfigure\tbound\tvalue\tresult\t")
@@ -70,7 +80,7 @@ func WriteText(w io.Writer, reports []*Report) error {
 			if strategy == "" {
 				strategy = "-"
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", strategy, c.Figure, c.Bound, c.Value, result)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t\n", strategy, c.Figure, c.Bound, c.Text, result)
 		}
 		tw.Flush()
 		for _, f := range r.Lint {
@@ -79,41 +89,64 @@ func WriteText(w io.Writer, reports []*Report) error {
 				continue
 			}
 			level := "warning"
-			if r.Strict {
+			if f.fails(r.Strict) {
 				level = "error"
 			}
 			fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s: %s (%s)\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Message, level)
 		}
-		fmt.Fprintf(w, "  %d passed, %d failed\n\n", len(r.Checks)-failedChecks(r), r.Failed())
+		fmt.Fprintf(w, "  %s\n\n", Tally(r.Passed(), r.Failed(), r.Skipped()))
 	}
 	return nil
 }
 
-func failedChecks(r *Report) int {
+// Tally says how many checks passed, failed and were skipped: "3 passed,
+// 1 failed", and ", 2 skipped" when some were.
+func Tally(passed, failed, skipped int) string {
+	s := fmt.Sprintf("%d passed, %d failed", passed, failed)
+	if skipped > 0 {
+		s += fmt.Sprintf(", %d skipped", skipped)
+	}
+	return s
+}
+
+// Passed counts the checks that passed.
+func (r *Report) Passed() int { return countChecks(r, func(c Result) bool { return c.Pass }) }
+
+// Skipped counts the checks that were skipped: on strategies not run.
+func (r *Report) Skipped() int { return countChecks(r, func(c Result) bool { return c.Skipped }) }
+
+func failedChecks(r *Report) int { return countChecks(r, Result.Failed) }
+
+func countChecks(r *Report, is func(Result) bool) int {
 	n := 0
 	for _, c := range r.Checks {
-		if !c.Pass {
+		if is(c) {
 			n++
 		}
 	}
 	return n
 }
 
-// WriteJSON writes the reports as one JSON document.
+// WriteJSON writes the reports as one JSON document: the counts of
+// checks passed, failed (lint findings that fail included) and skipped,
+// then each report. Figures are JSON numbers (null where one does not
+// exist), bounds plain text, not HTML-escaped.
 func WriteJSON(w io.Writer, reports []*Report) error {
-	passed, failed := 0, 0
+	passed, failed, skipped := 0, 0, 0
 	for _, r := range reports {
-		f := r.Failed()
-		failed += f
-		passed += len(r.Checks) - failedChecks(r)
+		passed += r.Passed()
+		failed += r.Failed()
+		skipped += r.Skipped()
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
 	return enc.Encode(struct {
 		Passed    int       `json:"passed"`
 		Failed    int       `json:"failed"`
+		Skipped   int       `json:"skipped"`
 		Scenarios []*Report `json:"scenarios"`
-	}{passed, failed, reports})
+	}{passed, failed, skipped, reports})
 }
 
 // The JUnit XML format that CI systems read: a suite per scenario, a case
@@ -152,11 +185,15 @@ func WriteJUnit(w io.Writer, reports []*Report) error {
 		for _, c := range r.Checks {
 			name := strings.TrimSpace(c.Strategy + " " + c.Figure + " " + c.Bound)
 			tc := junitCase{Name: name, Classname: r.Scenario}
-			if !c.Pass {
-				msg := "value " + c.Value
-				if c.Note != "" {
-					msg += ": " + c.Note
-				}
+			msg := "value " + c.Text
+			if c.Note != "" {
+				msg += ": " + c.Note
+			}
+			switch {
+			case c.Skipped:
+				tc.Skipped = &junitFailure{Message: "skipped: " + c.Note}
+				suite.Skipped++
+			case !c.Pass:
 				tc.Failure = &junitFailure{Message: msg, Text: fmt.Sprintf("%s:%d:%d: %s\n%s", r.File, c.Line, c.Col, msg, c.Why)}
 				suite.Failures++
 			}
@@ -166,10 +203,10 @@ func WriteJUnit(w io.Writer, reports []*Report) error {
 			tc := junitCase{Name: "lint " + f.Rule + " " + f.Path, Classname: r.Scenario}
 			text := fmt.Sprintf("%s:%d:%d: %s", r.File, f.Line, f.Col, f.Message)
 			switch {
-			case f.Silenced != "":
+			case f.Silenced != "" && !f.Error:
 				tc.Skipped = &junitFailure{Message: "silenced: " + f.Silenced}
 				suite.Skipped++
-			case r.Strict:
+			case f.fails(r.Strict):
 				tc.Failure = &junitFailure{Message: f.Name + ": " + f.Message, Text: text}
 				suite.Failures++
 			default:

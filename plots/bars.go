@@ -17,7 +17,10 @@ import (
 // strategy's colour, with 95% confidence whiskers over runs when there
 // are several. A strategy whose server never recovered within the run
 // has no recovery time: it is drawn as a hatched red bar over the full
-// height labelled "never recovered", never as 0. A strategy that
+// height labelled "never recovered", never as 0; one that left nothing
+// to recover (it had given up, or delivered, everything by the end of the
+// outage) is drawn so too, in grey, labelled "nothing left to recover",
+// not as a 0 s bar that would read as the fastest. A strategy that
 // recovered in some runs only is noted ("3 of 5 runs recovered"); its
 // bar is the mean over those runs.
 func RecoveryChart(s *results.Summary, o Options) (Chart, error) {
@@ -37,12 +40,16 @@ func RecoveryChart(s *results.Summary, o Options) (Chart, error) {
 		if s.Runs > 1 {
 			legend = append(legend, legendItem{label: fmt.Sprintf("95%% confidence interval over %d runs", s.Runs), thumb: whiskerThumb(th)})
 		}
-		never := false
+		never, vacant := false, false
 		for _, b := range bars {
-			never = never || b.Missing
+			never = never || (b.Missing && !b.Vacant)
+			vacant = vacant || b.Vacant
 		}
 		if never {
 			legend = append(legend, legendItem{label: "never recovered within the run (no recovery time, not 0)", thumb: hatchSwatch(neverColor, th)})
+		}
+		if vacant {
+			legend = append(legend, legendItem{label: "nothing left to recover: every request given up or delivered by the end of the outage (not a fast recovery)", thumb: hatchSwatch(vacantColor, th)})
 		}
 		f := figure{
 			th:       th,

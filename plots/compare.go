@@ -26,12 +26,13 @@ func ComparisonChart(real *results.Summary, realRuns, simRuns []*results.Run, o 
 		realLoad[i], simLoad[i] = meanAttempts(realGroups[i], n), meanAttempts(simGroups[i], n)
 		top = max(top, maxOf(realLoad[i]), maxOf(simLoad[i]))
 	}
+	colors := colorIndexes(real)
 	return render("comparison", title, o, func(c draw.Canvas, th theme) {
 		var legend []legendItem
 		for i, st := range real.Strategies {
 			legend = append(legend,
-				legendItem{label: st.Name + " (real)", thumb: lineThumb(th.lineStyle(i))},
-				legendItem{label: st.Name + " (simulated)", thumb: lineThumb(dashed(th.lineStyle(i), th))})
+				legendItem{label: st.Name + " (real)", thumb: lineThumb(th.lineStyle(colors[i]))},
+				legendItem{label: st.Name + " (simulated)", thumb: lineThumb(dashed(th.lineStyle(colors[i]), th))})
 		}
 		if len(real.Outages) > 0 {
 			legend = append(legend, legendItem{label: "outage", thumb: swatch(outageFill)})
@@ -53,8 +54,8 @@ func ComparisonChart(real *results.Summary, realRuns, simRuns []*results.Run, o 
 		p.Add(grid{style: draw.LineStyle{Color: gridColor, Width: 0.6 * vg.Length(th.scale)}})
 		p.Add(outages{windows: real.Outages, label: true, sty: th.annotation, pad: th.pad})
 		for i := range realLoad {
-			p.Add(stepLine{ys: simLoad[i], width: real.BucketS, style: dashed(th.lineStyle(i), th)})
-			p.Add(stepLine{ys: realLoad[i], width: real.BucketS, style: th.lineStyle(i)})
+			p.Add(stepLine{ys: simLoad[i], width: real.BucketS, style: dashed(th.lineStyle(colors[i]), th)})
+			p.Add(stepLine{ys: realLoad[i], width: real.BucketS, style: th.lineStyle(colors[i])})
 		}
 		reserveTop(p, body, top, labelStrip(th), len(real.Outages) > 0)
 		dc := p.DataCanvas(body)

@@ -20,8 +20,11 @@
 //   - latency: the CDF of delivery latency (creation to delivery) of each
 //     strategy, from the exact merge of its runs' HDR histograms, on a
 //     log time axis.
-//   - queue: the server queue at the end of each bucket, one line per
-//     strategy, outages shaded.
+//   - queue: the most requests waiting in the server's queue at any
+//     instant of each bucket, and the queue's time-weighted mean over the
+//     bucket, per strategy, with the queue limit and the outages. A
+//     strategy whose runs did not measure the queue (real HTTP) is said
+//     to have none, not drawn as an empty queue.
 //   - amplification: attempts per request of each strategy, with 95%
 //     confidence whiskers and a reference line at 1.
 //
@@ -34,8 +37,9 @@
 //
 // With several runs, a per-bucket figure is the mean over the runs of its
 // strategy. A strategy has the same colour in every chart: the colour of
-// its index in Summary.Strategies in a fixed colour-blind-safe palette
-// (Okabe and Ito); outcome classes have colours of their own.
+// its place in the scenario file (StrategySummary.Index), whichever
+// strategies ran, in a fixed colour-blind-safe palette (Okabe and Ito);
+// outcome classes have colours of their own.
 //
 // Output is deterministic: the same results and options give the same
 // bytes. Text is set in Liberation Sans (which gonum/plot carries); an

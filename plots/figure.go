@@ -158,7 +158,13 @@ func hatch(c draw.Canvas, r vg.Rectangle, clr color.Color, th theme) {
 	if r.Max.X <= r.Min.X || r.Max.Y <= r.Min.Y {
 		return
 	}
-	fill := color.NRGBA{R: 0xFF, G: 0xE8, B: 0xE8, A: 0xFF}
+	// Under the lines, a pale tint of clr: a tenth of it over white.
+	cr, cg, cb, _ := clr.RGBA()
+	tint := func(x uint32) uint8 { return uint8(0xFF - (0xFF-x>>8)/10) }
+	fill := color.NRGBA{R: tint(cr), G: tint(cg), B: tint(cb), A: 0xFF}
+	if clr == neverColor {
+		fill = color.NRGBA{R: 0xFF, G: 0xE8, B: 0xE8, A: 0xFF}
+	}
 	c.SetColor(fill)
 	c.Fill(r.Path())
 	sty := draw.LineStyle{Color: clr, Width: th.lw}

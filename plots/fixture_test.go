@@ -9,23 +9,25 @@ import (
 
 // fixture returns the results of a small scenario built by hand, without
 // the simulator: 500 requests, 3 strategies, 60 one-second buckets, a
-// server of capacity 100/s down (refusing) from 0 to 10 s, runs
-// replications that differ a little.
+// server of capacity 100/s and a queue of 500 down (refusing) from 0 to
+// 10 s, runs replications that differ a little.
 //
 //   - fixed-10s: the whole backlog comes back every 10 s: a herd at 0,
 //     10, ..., 50 s, refused during the outage, then 100 served and the
-//     rest rejected (503); it recovers once the herds are gone.
-//   - full-jitter: spread out, some 429s (throttled) at first; with
-//     several runs, it recovers in all but one.
+//     rest rejected (503), the queue filling to 490 and empty again
+//     but for 5 at the bucket's end; it recovers once the herds are gone.
+//   - full-jitter: spread out, some 429s (throttled) at first, a few
+//     queued then; with several runs, it recovers in all but one.
 //   - no-backoff: 300 attempts every second, nearly all rejected or
-//     timed out, the queue growing, 20 attempts unresolved at the end: it never
-//     recovers.
+//     timed out, the queue full and growing at the buckets' ends, 20
+//     attempts unresolved at the end: it never recovers.
 func fixture(runs int) (*results.Summary, []*results.Run) {
 	const (
 		n        = 60
 		requests = 500
 	)
 	capacity := 100.0
+	queue := int64(500)
 	setup := results.Setup{Bucket: time.Second, Capacity: capacity, Concurrency: 10, LastOutageEnd: 10 * time.Second}
 	s := &results.Summary{
 		Scenario:     "fixture",
@@ -35,6 +37,7 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 		BucketS:      1,
 		HorizonS:     n,
 		CapacityPerS: &capacity,
+		QueueLimit:   &queue,
 		Outages:      []results.Window{{StartS: 0, EndS: 10, Mode: "refuse"}},
 	}
 	names := []string{"fixed-10s", "full-jitter", "no-backoff"}
@@ -44,6 +47,7 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 		for r := range runs {
 			run := results.NewRun(name, r, n)
 			run.Requests = requests
+			run.QueueTracked = true
 			left := int64(requests)
 			for i := range run.Series {
 				b := &run.Series[i]
@@ -58,6 +62,8 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 							b.Rejected = left - b.OK
 							b.NotOK = b.Rejected
 							b.Queue = 5
+							b.QueueMax = min(left-10, queue)
+							b.QueueMean = float64(b.QueueMax) / 4
 							left -= b.OK
 						}
 					}
@@ -72,6 +78,7 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 					} else {
 						if i < 15 {
 							b.Throttled = 5
+							b.QueueMax, b.QueueMean = int64(8+r), 1.5
 						}
 						b.NotOK = b.Throttled
 						b.OK = a - b.NotOK
@@ -90,6 +97,8 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 					}
 					if i >= 10 {
 						b.Queue = int64(10 * (i - 9))
+						b.QueueMax = queue
+						b.QueueMean = float64(b.Queue+queue) / 2
 					}
 				}
 				b.Delivered = b.OK
@@ -116,6 +125,7 @@ func fixture(runs int) (*results.Summary, []*results.Run) {
 				st.RecoveredRuns = runs - 1
 			}
 		}
+		st.Recovery = results.RecoveryOf(runs, st.RecoveredRuns, st.NothingLeftRuns)
 		s.Strategies = append(s.Strategies, st)
 		all = append(all, rs...)
 	}

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"fmt"
+	"image/color"
 	"math"
 
 	"gonum.org/v1/plot"
@@ -14,10 +15,11 @@ import (
 
 // LatencyChart draws the cumulative distribution of delivery latency
 // (request creation to delivery) of each strategy, one line in its
-// colour, from the exact merge of the latency histograms of its runs: x
-// the latency in seconds on a log axis, y the fraction of the delivered
-// requests delivered within x. Requests never delivered are not in it;
-// the legend gives each strategy's delivered share.
+// colour (see colorIndexes), from the exact merge of the latency
+// histograms of its runs: x the latency in seconds on a log axis, y the
+// fraction of the delivered requests delivered within x. Requests never
+// delivered are not in it; the legend gives each strategy's delivered
+// share.
 func LatencyChart(s *results.Summary, runs []*results.Run, o Options) (Chart, error) {
 	if err := checkInputs(s, o); err != nil {
 		return Chart{}, err
@@ -39,6 +41,7 @@ func LatencyChart(s *results.Summary, runs []*results.Run, o Options) (Chart, er
 	if math.IsInf(lo, 1) {
 		lo, hi = 0.001, 1
 	}
+	colors := colorIndexes(s)
 	return render("latency", title, o, func(c draw.Canvas, th theme) {
 		var legend []legendItem
 		for i, st := range s.Strategies {
@@ -46,7 +49,7 @@ func LatencyChart(s *results.Summary, runs []*results.Run, o Options) (Chart, er
 			if len(cdfs[i]) == 0 {
 				label = st.Name + " (none delivered)"
 			}
-			legend = append(legend, legendItem{label: label, thumb: lineThumb(th.lineStyle(i))})
+			legend = append(legend, legendItem{label: label, thumb: lineThumb(th.lineStyle(colors[i]))})
 		}
 		f := figure{
 			th:    th,
@@ -70,7 +73,7 @@ func LatencyChart(s *results.Summary, runs []*results.Run, o Options) (Chart, er
 			if len(xys) == 0 {
 				continue
 			}
-			p.Add(polyline{xys: xys, style: th.lineStyle(i)})
+			p.Add(polyline{xys: xys, style: th.lineStyle(colors[i])})
 		}
 		p.Draw(body)
 	})
@@ -84,9 +87,16 @@ func mergedNote(s *results.Summary) string {
 	return ""
 }
 
-// QueueChart draws the server queue at the end of each bucket, one line
-// per strategy in its colour (the mean over runs when there are several),
-// outages shaded.
+// QueueChart draws the server's queue per bucket: for each strategy, in
+// its colour, the most requests waiting at any instant of each bucket (a
+// thick line) and the queue's time-weighted mean over the bucket (a thin
+// dotted line), means over runs when there are several; the queue limit
+// as a dashed line when the queue is bounded (past it, attempts are
+// rejected with 503); outages shaded. A queue that fills and empties
+// within a bucket shows, as it would not in a sample at the bucket's end.
+// A strategy whose runs did not measure the queue (results.Run.QueueTracked:
+// real HTTP) is drawn as no line, and the legend says so: it is not an
+// empty queue.
 func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, error) {
 	if err := checkInputs(s, o); err != nil {
 		return Chart{}, err
@@ -94,19 +104,40 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 	title := s.Scenario + ": server queue"
 	groups := runsByStrategy(s, runs)
 	n := bucketCount(s, runs)
-	queues := make([][]float64, len(groups))
-	top := 0.0
+	queues := make([]queueSeries, len(groups))
+	top, measured := 0.0, false
 	for i, g := range groups {
-		queues[i] = meanQueue(g, n)
-		top = max(top, maxOf(queues[i]))
+		queues[i] = queueStats(g, n)
+		top = max(top, maxOf(queues[i].most))
+		measured = measured || queues[i].measured
+	}
+	limit, bounded := queueLimit(s)
+	if bounded {
+		top = max(top, limit)
 	}
 	if top == 0 {
 		top = 1
 	}
+	colors := colorIndexes(s)
 	return render("queue", title, o, func(c draw.Canvas, th theme) {
 		var legend []legendItem
 		for i, st := range s.Strategies {
-			legend = append(legend, legendItem{label: st.Name, thumb: lineThumb(th.lineStyle(i))})
+			label := st.Name
+			if !queues[i].measured {
+				label += " (queue not measured)"
+			}
+			legend = append(legend, legendItem{label: label, thumb: lineThumb(th.lineStyle(colors[i]))})
+		}
+		subtitle := "The server's queue was not measured in these runs: nothing to draw."
+		if measured {
+			legend = append(legend,
+				legendItem{label: "most in each bucket", thumb: lineThumb(draw.LineStyle{Color: noteColor, Width: th.lineStyle(0).Width})},
+				legendItem{label: "mean over each bucket", thumb: lineThumb(queueMeanStyle(th, noteColor))})
+			subtitle = fmt.Sprintf("Requests waiting in the server's queue: the most at any instant of each %s bucket (thick) and the mean over the bucket (dotted)%s.",
+				bucketLabel(s), runsNote(s))
+		}
+		if bounded {
+			legend = append(legend, legendItem{label: fmt.Sprintf("queue limit (%s; past it, 503)", countLabel(limit)), thumb: lineThumb(capacityStyle(th))})
 		}
 		if len(s.Outages) > 0 {
 			legend = append(legend, legendItem{label: "outage", thumb: swatch(outageFill)})
@@ -114,7 +145,7 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 		f := figure{
 			th:       th,
 			title:    title,
-			subtitle: fmt.Sprintf("Requests waiting in the server's queue at the end of each %s bucket%s.", bucketLabel(s), runsNote(s)),
+			subtitle: subtitle,
 			legend:   legend,
 		}
 		body := f.frame(c)
@@ -127,12 +158,26 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 		p.Y.Label.Text = "requests in the queue"
 		p.Add(grid{style: draw.LineStyle{Color: gridColor, Width: 0.6 * vg.Length(th.scale)}})
 		p.Add(outages{windows: s.Outages, label: true, sty: th.annotation, pad: th.pad})
-		for i := range queues {
-			p.Add(stepLine{ys: queues[i], width: s.BucketS, style: th.lineStyle(i)})
+		for i, q := range queues {
+			if !q.measured {
+				continue
+			}
+			p.Add(stepLine{ys: q.mean, width: s.BucketS, style: queueMeanStyle(th, strategyColor(colors[i]))})
+			p.Add(stepLine{ys: q.most, width: s.BucketS, style: th.lineStyle(colors[i])})
+		}
+		if bounded {
+			// Over the lines: a full queue's line runs along it.
+			p.Add(hline{y: limit, style: capacityStyle(th)})
 		}
 		reserveTop(p, body, top, labelStrip(th), len(s.Outages) > 0)
 		dc := p.DataCanvas(body)
 		p.X.Tick.Marker = timeTicksFor(th, dc.Max.X-dc.Min.X, true)
 		p.Draw(body)
 	})
+}
+
+// queueMeanStyle is the style of a line of the mean queue in clr:
+// thinner than a strategy's line, and dotted.
+func queueMeanStyle(th theme, clr color.Color) draw.LineStyle {
+	return draw.LineStyle{Color: clr, Width: th.lw, Dashes: []vg.Length{2 * th.lw, 1.5 * th.lw}}
 }

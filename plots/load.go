@@ -74,6 +74,7 @@ func drawLoadPanels(c draw.Canvas, th theme, s *results.Summary, title string, g
 	}
 	capacity, limited := capacityPerBucket(s)
 	top, cut := loadScale(totals, afterOutage(s), capacity)
+	colors := colorIndexes(s)
 
 	var legend []legendItem
 	for k := range numOutcomes {
@@ -201,7 +202,7 @@ func drawLoadPanels(c draw.Canvas, th theme, s *results.Summary, title string, g
 			}
 			dc := p.DataCanvas(canvases[r][col])
 			p.Draw(canvases[r][col])
-			drawPanelHeader(c, th, header, vg.Point{X: dc.Min.X, Y: dc.Max.Y + th.pad/3}, dc.Max.X-dc.Min.X, s, index[r][col])
+			drawPanelHeader(c, th, header, vg.Point{X: dc.Min.X, Y: dc.Max.Y + th.pad/3}, dc.Max.X-dc.Min.X, s, index[r][col], colors[index[r][col]])
 		}
 	}
 }
@@ -209,11 +210,11 @@ func drawLoadPanels(c draw.Canvas, th theme, s *results.Summary, title string, g
 // maxPanelColumns is the most columns of panels in the load chart.
 const maxPanelColumns = 4
 
-// drawPanelHeader writes a panel's strategy name in its colour, then as
-// many of its figures as fit in width.
-func drawPanelHeader(c draw.Canvas, th theme, sty text.Style, at vg.Point, width vg.Length, s *results.Summary, i int) {
+// drawPanelHeader writes the name of strategy i of s in the colour of
+// colour index clr, then as many of its figures as fit in width.
+func drawPanelHeader(c draw.Canvas, th theme, sty text.Style, at vg.Point, width vg.Length, s *results.Summary, i, clr int) {
 	st := s.Strategies[i]
-	name := withFont(withColor(sty, strategyColor(i)), bold)
+	name := withFont(withColor(sty, strategyColor(clr)), bold)
 	c.FillText(name, at, st.Name)
 	x := at.X + name.Width(st.Name) + sty.Font.Size
 	// The figures in one text, so that no font can make them overlap.
@@ -235,16 +236,23 @@ func drawPanelHeader(c draw.Canvas, th theme, sty text.Style, at vg.Point, width
 // panelFigures returns the figures written beside a strategy's name.
 func panelFigures(s *results.Summary, st results.StrategySummary) []string {
 	peak := fmt.Sprintf("peak after the outage %s at %s s", countLabel(st.PeakLoad), decimal(st.PeakAtS, 4))
-	if len(s.Outages) == 0 {
+	switch {
+	case st.PeakLoad == 0 && len(s.Outages) > 0:
+		peak = "no attempt after the outage"
+	case st.PeakLoad == 0:
+		peak = "no attempt"
+	case len(s.Outages) == 0:
 		peak = fmt.Sprintf("peak %s at %s s", countLabel(st.PeakLoad), decimal(st.PeakAtS, 4))
 	}
-	if st.PeakLoadRatio != nil {
+	if st.PeakLoadRatio != nil && st.PeakLoad > 0 {
 		peak += fmt.Sprintf(" (%s× capacity)", decimal(*st.PeakLoadRatio, 3))
 	}
 	parts := []string{peak}
 	switch {
-	case st.RecoveryTimeS != nil && s.Runs > 1 && st.RecoveredRuns < s.Runs:
-		parts = append(parts, fmt.Sprintf("recovered in %d of %d runs (after %s)", st.RecoveredRuns, s.Runs, secondsLabel(*st.RecoveryTimeS, 0)))
+	case st.Recovery == results.NothingLeft:
+		parts = append(parts, "nothing left to recover")
+	case st.RecoveryTimeS != nil && st.Recovery == results.Mixed:
+		parts = append(parts, fmt.Sprintf("recovered in %d of %d runs (after %s)", st.RecoveredRuns-st.NothingLeftRuns, s.Runs, secondsLabel(*st.RecoveryTimeS, 0)))
 	case st.RecoveryTimeS != nil:
 		parts = append(parts, "recovery "+secondsLabel(*st.RecoveryTimeS, 0))
 	default:
@@ -268,10 +276,11 @@ func drawLoadOverlay(c draw.Canvas, th theme, s *results.Summary, title string, 
 	p := th.newPlot()
 	top := 0.0
 	totals := make([][]float64, len(groups))
+	colors := colorIndexes(s)
 	for i, g := range groups {
 		totals[i] = meanAttempts(g, n)
 		top = max(top, maxOf(totals[i]))
-		legend = append(legend, legendItem{label: s.Strategies[i].Name, thumb: lineThumb(th.lineStyle(i))})
+		legend = append(legend, legendItem{label: s.Strategies[i].Name, thumb: lineThumb(th.lineStyle(colors[i]))})
 	}
 	capacity, limited := capacityPerBucket(s)
 	if limited {
@@ -299,7 +308,7 @@ func drawLoadOverlay(c draw.Canvas, th theme, s *results.Summary, title string, 
 	p.Add(grid{style: draw.LineStyle{Color: gridColor, Width: 0.6 * vg.Length(th.scale)}})
 	p.Add(outages{windows: s.Outages, label: true, sty: th.annotation, pad: th.pad})
 	for i := range totals {
-		p.Add(stepLine{ys: totals[i], width: s.BucketS, style: th.lineStyle(i)})
+		p.Add(stepLine{ys: totals[i], width: s.BucketS, style: th.lineStyle(colors[i])})
 	}
 	if limited {
 		p.Add(hline{y: capacity, style: capacityStyle(th)})

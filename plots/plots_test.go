@@ -5,9 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"image/color"
 	"image/png"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -228,4 +230,108 @@ func TestComparisonChart(t *testing.T) {
 	img, err := png.Decode(bytes.NewReader(c.Data))
 	require.NoError(t, err)
 	assert.Equal(t, 600, img.Bounds().Dx())
+}
+
+// hexColor is how an SVG names a colour: #RRGGBB.
+func hexColor(c color.Color) string {
+	r, g, b, _ := c.RGBA()
+	return fmt.Sprintf("#%02X%02X%02X", r>>8, g>>8, b>>8)
+}
+
+// TestColourFollowsTheFile: a strategy's colour is its place in the
+// scenario file, whichever others ran. With the first of three left out
+// (run --strategy), the other two keep their colours in every chart, and
+// the colour of the one that did not run is in none.
+func TestColourFollowsTheFile(t *testing.T) {
+	t.Parallel()
+	s, runs := fixture(1)
+	s.Strategies, runs = s.Strategies[1:], runs[1:]
+	for i := range s.Strategies {
+		s.Strategies[i].Index = i + 1
+	}
+	o := Options{Format: "svg"}
+	charts, err := Render(s, runs, o)
+	require.NoError(t, err)
+	overlay, err := LoadChart(s, runs, Options{Format: "svg", Overlay: true})
+	require.NoError(t, err)
+	overlay.Name = "load-overlay"
+	comparison, err := ComparisonChart(s, runs, runs, o)
+	require.NoError(t, err)
+	for _, c := range append(charts, overlay, comparison) {
+		svg := string(c.Data)
+		assert.True(t, strings.Contains(svg, hexColor(strategyPalette[1])), "%s: full-jitter, second in the file", c.Name)
+		if c.Name != "recovery" { // where no-backoff, never recovered, is hatched red
+			assert.True(t, strings.Contains(svg, hexColor(strategyPalette[2])), "%s: no-backoff, third in the file", c.Name)
+		}
+		assert.False(t, strings.Contains(svg, hexColor(strategyPalette[0])), "%s: the colour of fixed-10s, which did not run", c.Name)
+	}
+}
+
+func TestColorIndexes(t *testing.T) {
+	summary := func(idx ...int) *results.Summary {
+		s := &results.Summary{}
+		for _, i := range idx {
+			s.Strategies = append(s.Strategies, results.StrategySummary{Index: i})
+		}
+		return s
+	}
+	assert.Equal(t, []int{2, 4}, colorIndexes(summary(2, 4)), "places in the file")
+	assert.Equal(t, []int{4, 2}, colorIndexes(summary(4, 2)))
+	assert.Equal(t, []int{0, 1, 2}, colorIndexes(summary(0, 0, 0)), "a summary without indexes: by position")
+	assert.Equal(t, []int{0, 1}, colorIndexes(summary(-1, 3)), "a strategy not in the file: by position")
+	assert.Empty(t, colorIndexes(summary()))
+}
+
+// TestQueueChartDrawsTheMostAndTheMean: the queue chart draws each
+// bucket's longest and mean queue, not the queue at the bucket's end, so
+// that a queue that fills and empties within a bucket shows.
+func TestQueueChartDrawsTheMostAndTheMean(t *testing.T) {
+	t.Parallel()
+	chart := func(set func(b *results.Bucket)) []byte {
+		t.Helper()
+		s, runs := fixture(1)
+		for _, r := range runs {
+			for i := range r.Series {
+				set(&r.Series[i])
+			}
+		}
+		c, err := QueueChart(s, runs, Options{Width: 300, Height: 200})
+		require.NoError(t, err)
+		return c.Data
+	}
+	empty := chart(func(b *results.Bucket) { *b = results.Bucket{} })
+	fillsAndEmpties := chart(func(b *results.Bucket) { *b = results.Bucket{QueueMax: 500, QueueMean: 100} })
+	assert.NotEqual(t, empty, fillsAndEmpties, "a queue full within each bucket, empty at its end, is not an empty queue")
+
+	base := chart(func(*results.Bucket) {})
+	assert.Equal(t, base, chart(func(b *results.Bucket) { b.Queue = 0 }), "the queue at the bucket's end is not what is drawn")
+	assert.NotEqual(t, base, chart(func(b *results.Bucket) { b.QueueMax /= 2 }), "the longest queue is drawn")
+	assert.NotEqual(t, base, chart(func(b *results.Bucket) { b.QueueMean /= 2 }), "the mean queue is drawn")
+}
+
+// TestQueueChartWithoutQueueData: runs that did not measure the queue
+// (real HTTP) draw no line and say so, rather than an empty queue.
+func TestQueueChartWithoutQueueData(t *testing.T) {
+	t.Parallel()
+	s, runs := fixture(1)
+	for _, r := range runs {
+		r.QueueTracked = false
+	}
+	c, err := QueueChart(s, runs, Options{Format: "svg"})
+	require.NoError(t, err)
+	svg := string(c.Data)
+	assert.Contains(t, svg, "fixed-10s (queue not measured)")
+	assert.Contains(t, svg, "was not measured in these runs")
+	assert.NotContains(t, svg, "most in each bucket")
+	assert.Contains(t, svg, "queue limit (500; past it, 503)")
+	assert.Equal(t, 1, strings.Count(svg, "stroke:"+hexColor(strategyPalette[0])), "fixed-10s: its legend's thumbnail, no line")
+
+	runs[1].QueueTracked = true // full-jitter measured it
+	c, err = QueueChart(s, runs, Options{Format: "svg"})
+	require.NoError(t, err)
+	svg = string(c.Data)
+	assert.Contains(t, svg, "fixed-10s (queue not measured)")
+	assert.NotContains(t, svg, "full-jitter (queue not measured)")
+	assert.Contains(t, svg, "most in each bucket")
+	assert.Greater(t, strings.Count(svg, "stroke:"+hexColor(strategyPalette[1])), 1, "full-jitter: its lines")
 }

@@ -260,13 +260,17 @@ func (b barsPlot) Plot(c draw.Canvas, p *plot.Plot) {
 		x0, x1 := tx(float64(i)-b.width/2), tx(float64(i)+b.width/2)
 		xc := (x0 + x1) / 2
 		if d.Missing {
+			clr := neverColor
+			if d.Vacant {
+				clr = vacantColor
+			}
 			r := vg.Rectangle{Min: vg.Point{X: x0, Y: ty(0)}, Max: vg.Point{X: x1, Y: c.Max.Y}}
-			hatch(c, r, neverColor, th)
+			hatch(c, r, clr, th)
 			txt := d.Label
 			if d.Note != "" {
 				txt += "\n" + d.Note
 			}
-			sty := withColor(withAlign(th.annotation, draw.XCenter, draw.YTop), neverColor)
+			sty := withColor(withAlign(th.annotation, draw.XCenter, draw.YTop), clr)
 			sty = withFont(sty, bold)
 			textBox(c, sty, vg.Point{X: xc, Y: c.Max.Y - th.pad}, wrapLabel(sty, txt, (x1-x0)*1.6), th.pad/2)
 			continue

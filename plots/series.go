@@ -3,6 +3,7 @@ package plots
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -134,10 +135,47 @@ func meanAttempts(runs []*results.Run, n int) []float64 {
 	return meanBuckets(runs, n, func(b results.Bucket) int64 { return b.Attempts })
 }
 
-// meanQueue returns the mean server queue at the end of each bucket over
+// queueSeries is a strategy's server queue in each bucket, means over its
 // runs.
-func meanQueue(runs []*results.Run, n int) []float64 {
-	return meanBuckets(runs, n, func(b results.Bucket) int64 { return b.Queue })
+type queueSeries struct {
+	most []float64 // the most requests waiting at any instant (results.Bucket.QueueMax)
+	mean []float64 // the time-weighted mean (results.Bucket.QueueMean)
+	// measured is set when the strategy has runs and every one measured
+	// the queue (results.Run.QueueTracked); when it is not, most and mean
+	// are nil: no data, not an empty queue.
+	measured bool
+}
+
+// queueStats returns the server queue of runs of a strategy in each of n
+// buckets, means over the runs; a run with a shorter series counts as 0
+// where it lacks buckets.
+func queueStats(runs []*results.Run, n int) queueSeries {
+	if len(runs) == 0 || slices.ContainsFunc(runs, func(r *results.Run) bool { return !r.QueueTracked }) {
+		return queueSeries{}
+	}
+	q := queueSeries{most: make([]float64, n), mean: make([]float64, n), measured: true}
+	for _, r := range runs {
+		for i, b := range r.Series[:min(n, len(r.Series))] {
+			q.most[i] += float64(b.QueueMax)
+			q.mean[i] += b.QueueMean
+		}
+	}
+	if k := float64(len(runs)); k > 1 {
+		for i := range n {
+			q.most[i] /= k
+			q.mean[i] /= k
+		}
+	}
+	return q
+}
+
+// queueLimit returns the most requests the server's queue holds, and
+// false when it is unlimited.
+func queueLimit(s *results.Summary) (float64, bool) {
+	if s.QueueLimit == nil {
+		return 0, false
+	}
+	return float64(*s.QueueLimit), true
 }
 
 // capacityPerBucket returns the server's capacity in requests per bucket
@@ -227,11 +265,14 @@ func micros(us int64) float64 { return float64(us) / 1e6 }
 // bar is one strategy's bar in a bar chart.
 type bar struct {
 	Name  string
-	Index int // the strategy's index in Summary.Strategies: its colour
+	Index int // the strategy's colour index (see colorIndexes)
 	// Value is the bar's height; when Missing is set the figure does not
 	// exist (the server never recovered) and Value is meaningless.
 	Value   float64
 	Missing bool
+	// Vacant, with Missing, marks a recovery that is no figure because
+	// nothing was left to recover.
+	Vacant bool
 	// CI is the 95% confidence half-width, 0 when there is none.
 	CI float64
 	// Label is written above the bar; Note, when set, below the label
@@ -246,18 +287,30 @@ type bar struct {
 // recovered"; its value is the mean over those runs).
 func recoveryBars(s *results.Summary) []bar {
 	bars := make([]bar, len(s.Strategies))
+	colors := colorIndexes(s)
 	for i, st := range s.Strategies {
-		b := bar{Name: st.Name, Index: i}
-		if st.RecoveryTimeS == nil || math.IsNaN(*st.RecoveryTimeS) {
+		b := bar{Name: st.Name, Index: colors[i]}
+		switch {
+		case st.Recovery == results.NothingLeft:
+			// Its 0 s is no speed: it had given up.
+			b.Missing, b.Vacant = true, true
+			b.Label = "nothing left to recover"
+			if st.Requests > 0 {
+				b.Note = fmt.Sprintf("%s%% given up in the outage", decimal(100*st.DeadLetteredInOutage/st.Requests, 3))
+			}
+		case st.RecoveryTimeS == nil || math.IsNaN(*st.RecoveryTimeS):
 			b.Missing = true
 			b.Label = "never recovered"
-		} else {
+		default:
 			b.Value = *st.RecoveryTimeS
 			b.CI = ciOf(s, st, func(f *results.Figures) *float64 { return f.RecoveryTimeS })
 			b.Label = secondsLabel(b.Value, b.CI)
 		}
-		if s.Runs > 1 && st.RecoveredRuns > 0 && st.RecoveredRuns < s.Runs {
-			b.Note = fmt.Sprintf("%d of %d runs recovered", st.RecoveredRuns, s.Runs)
+		if n := st.RecoveredRuns - st.NothingLeftRuns; st.Recovery == results.Mixed && n > 0 {
+			b.Note = fmt.Sprintf("%d of %d runs recovered", n, s.Runs)
+			if st.NothingLeftRuns > 0 {
+				b.Note += fmt.Sprintf("; %d left nothing", st.NothingLeftRuns)
+			}
 		}
 		bars[i] = b
 	}
@@ -268,11 +321,12 @@ func recoveryBars(s *results.Summary) []bar {
 // (attempts per request), with its CI95 half-width when runs > 1.
 func amplificationBars(s *results.Summary) []bar {
 	bars := make([]bar, len(s.Strategies))
+	colors := colorIndexes(s)
 	for i, st := range s.Strategies {
 		ci := ciOf(s, st, func(f *results.Figures) *float64 { return &f.Amplification })
 		bars[i] = bar{
 			Name:  st.Name,
-			Index: i,
+			Index: colors[i],
 			Value: st.Amplification,
 			CI:    ci,
 			Label: ratioLabel(st.Amplification, ci),

@@ -65,19 +65,59 @@ func TestMeanLoadClasses(t *testing.T) {
 func TestMeanOverRuns(t *testing.T) {
 	a := results.NewRun("x", 0, 3)
 	b := results.NewRun("x", 1, 2) // shorter: its third bucket counts as 0
+	a.QueueTracked, b.QueueTracked = true, true
 	for i, q := range []int64{2, 4, 6} {
-		a.Series[i] = results.Bucket{Attempts: q, OK: q, Queue: 10 * q}
+		a.Series[i] = results.Bucket{Attempts: q, OK: q, QueueMax: 10 * q, QueueMean: 0.5 * float64(q)}
 	}
 	for i, q := range []int64{4, 8} {
-		b.Series[i] = results.Bucket{Attempts: q, OK: q, Queue: 10 * q}
+		b.Series[i] = results.Bucket{Attempts: q, OK: q, QueueMax: 10 * q, QueueMean: 0.5 * float64(q)}
 	}
 	runs := []*results.Run{a, b}
 	assert.Equal(t, []float64{3, 6, 3}, meanAttempts(runs, 3))
-	assert.Equal(t, []float64{30, 60, 30}, meanQueue(runs, 3))
+	q := queueStats(runs, 3)
+	assert.True(t, q.measured)
+	assert.Equal(t, []float64{30, 60, 30}, q.most)
+	assert.Equal(t, []float64{1.5, 3, 1.5}, q.mean)
 	assert.Equal(t, []float64{3, 6, 3}, meanLoad(runs, 3)[succeeded])
 	assert.Equal(t, []float64{3, 6}, meanAttempts(runs, 2), "n cuts the series")
 	assert.Equal(t, []float64{2, 4, 6, 0}, meanAttempts(runs[:1], 4), "one run: itself, padded")
-	assert.Equal(t, []float64{0, 0}, meanQueue(nil, 2), "no runs: zeros")
+	assert.Equal(t, []float64{0, 0}, meanAttempts(nil, 2), "no runs: zeros")
+}
+
+func TestQueueStats(t *testing.T) {
+	// A queue that fills and empties within the bucket: nothing at its
+	// end, 2,000 at its most.
+	r := results.NewRun("x", 0, 2)
+	r.QueueTracked = true
+	r.Series[0] = results.Bucket{Queue: 0, QueueMax: 2000, QueueMean: 400}
+	r.Series[1] = results.Bucket{Queue: 1, QueueMax: 1, QueueMean: 1}
+	q := queueStats([]*results.Run{r}, 2)
+	assert.True(t, q.measured)
+	assert.Equal(t, []float64{2000, 1}, q.most, "the most, not the end-of-bucket sample")
+	assert.Equal(t, []float64{400, 1}, q.mean)
+
+	// Runs that did not measure the queue (real HTTP) have no data: not
+	// an empty queue.
+	real := results.NewRun("x", 1, 2)
+	real.Series[0].Queue = 7
+	for _, tt := range []struct {
+		name string
+		runs []*results.Run
+	}{{"not measured", []*results.Run{real}}, {"one of two not measured", []*results.Run{r, real}}, {"no runs", nil}} {
+		q := queueStats(tt.runs, 2)
+		assert.False(t, q.measured, tt.name)
+		assert.Nil(t, q.most, tt.name)
+		assert.Nil(t, q.mean, tt.name)
+	}
+}
+
+func TestQueueLimit(t *testing.T) {
+	_, ok := queueLimit(&results.Summary{})
+	assert.False(t, ok, "unlimited")
+	limit := int64(2000)
+	got, ok := queueLimit(&results.Summary{QueueLimit: &limit})
+	assert.True(t, ok)
+	assert.Equal(t, 2000.0, got)
 }
 
 func TestBucketCount(t *testing.T) {
@@ -251,6 +291,18 @@ func TestRecoveryBars(t *testing.T) {
 		assert.Zero(t, b.CI, "no whiskers for one run")
 		assert.Empty(t, b.Note)
 	}
+
+	// A strategy that gave up on everything during the outage recovers
+	// "at once": no bar of 0 s, which would read as the fastest.
+	gaveUp := one.Strategies[0]
+	gaveUp.Recovery, gaveUp.NothingLeftRuns = results.NothingLeft, 1
+	gaveUp.RecoveryTimeS, gaveUp.Requests, gaveUp.DeadLetteredInOutage = ptr(0), 500, 500
+	one.Strategies[0] = gaveUp
+	b := recoveryBars(one)[0]
+	assert.True(t, b.Missing && b.Vacant, "nothing left is no value")
+	assert.Equal(t, "nothing left to recover", b.Label)
+	assert.Equal(t, "100% given up in the outage", b.Note)
+	assert.Zero(t, barsMax([]bar{b}))
 }
 
 func TestAmplificationBars(t *testing.T) {
@@ -301,4 +353,19 @@ func TestOutcomeColorsDistinct(t *testing.T) {
 		assert.False(t, seen[outcomeColors[c]], "class %s", outcomeNames[c])
 		seen[outcomeColors[c]] = true
 	}
+}
+
+func TestPanelFigures(t *testing.T) {
+	s, _ := fixture(1)
+	st := s.Strategies[0]
+	assert.Contains(t, panelFigures(s, st)[0], "peak after the outage")
+
+	st.PeakLoad, st.Recovery = 0, results.NothingLeft
+	got := panelFigures(s, st)
+	assert.Equal(t, "no attempt after the outage", got[0], "not a peak of 0 at 0 s")
+	assert.Equal(t, "nothing left to recover", got[1], "not a recovery of 0 s")
+
+	s.Outages = nil
+	st.PeakLoad, st.PeakAtS, st.Recovery = 40, 3, results.Recovered
+	assert.Equal(t, "peak 40 at 3 s", panelFigures(s, st)[0][:len("peak 40 at 3 s")])
 }

@@ -9,12 +9,15 @@ import (
 	"gonum.org/v1/plot/text"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+
+	"github.com/zeontools/herdlab/results"
 )
 
-// strategyPalette is the colour of a strategy by its index in
-// Summary.Strategies: the Okabe-Ito colour-blind-safe palette, ordered so
-// that neighbours contrast, with its yellow (too faint for lines on white)
-// replaced by a dark grey. Past its end colours repeat, with dashes.
+// strategyPalette is the colour of a strategy by its place in the
+// scenario file (see colorIndexes): the Okabe-Ito colour-blind-safe
+// palette, ordered so that neighbours contrast, with its yellow (too
+// faint for lines on white) replaced by a dark grey. Past its end colours
+// repeat, with dashes.
 var strategyPalette = []color.Color{
 	rgb(0x0072B2), // blue
 	rgb(0xD55E00), // vermillion
@@ -26,10 +29,33 @@ var strategyPalette = []color.Color{
 	rgb(0x7F7F7F), // grey
 }
 
-// strategyColor returns the colour of the strategy at index i of
-// Summary.Strategies: the same in every chart.
+// strategyColor returns the colour of the strategy of colour index i
+// (see colorIndexes): the same in every chart.
 func strategyColor(i int) color.Color {
 	return strategyPalette[max(i, 0)%len(strategyPalette)]
+}
+
+// colorIndexes returns the colour index of each strategy of s, in the
+// order of s.Strategies: its Index, its place in the scenario file, so
+// that a strategy keeps its colour whichever others ran. When the
+// indexes are not distinct (a summary written before they existed has 0
+// for every strategy) or one is negative (not in the file), the
+// positions in s.Strategies instead.
+func colorIndexes(s *results.Summary) []int {
+	idx := make([]int, len(s.Strategies))
+	seen := make(map[int]bool, len(s.Strategies))
+	distinct := true
+	for i, st := range s.Strategies {
+		idx[i] = st.Index
+		distinct = distinct && st.Index >= 0 && !seen[st.Index]
+		seen[st.Index] = true
+	}
+	if !distinct {
+		for i := range idx {
+			idx[i] = i
+		}
+	}
+	return idx
 }
 
 // strategyDashes returns the dash pattern of the lines of strategy i:
@@ -85,6 +111,7 @@ var (
 	outageFill    = color.NRGBA{R: 0x80, G: 0x80, B: 0x80, A: 0x48}
 	outageText    = rgb(0x505050)
 	neverColor    = rgb(0xCC0000)
+	vacantColor   = rgb(0x707070) // nothing left to recover
 	gridColor     = rgb(0xE4E4E4)
 	noteColor     = rgb(0x404040)
 	legendFill    = color.NRGBA{R: 0xFF, G: 0xFF, B: 0xFF, A: 0xD8}
@@ -165,7 +192,7 @@ func (th theme) newPlot() *plot.Plot {
 	return p
 }
 
-// lineStyle is the style of strategy i's lines.
+// lineStyle is the style of the lines of the strategy of colour index i.
 func (th theme) lineStyle(i int) draw.LineStyle {
 	return draw.LineStyle{Color: strategyColor(i), Width: 1.6 * th.lw, Dashes: strategyDashes(i, th)}
 }

@@ -119,6 +119,9 @@ type cell struct {
 	partial bool
 	// recovered counts the runs in which the server recovered.
 	recovered int
+	// vacant is set, for the recovery metric, when every run left
+	// nothing to recover: has is then false, and the cell says so.
+	vacant bool
 }
 
 // sweepCells returns strategy j's metric at every point, in point order.
@@ -128,7 +131,12 @@ func sweepCells(s *results.Sweep, j int) []cell {
 		ps := &s.Points[i].Strategies[j]
 		v, ok := ps.Value(s.Metric)
 		ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-		cells[i] = cell{recovered: ps.RecoveredRuns}
+		cells[i] = cell{recovered: ps.RecoveredRuns - ps.NothingLeftRuns}
+		if s.Metric == neverMetric && ps.Recovery == results.NothingLeft {
+			// A recovery of 0 s that is no speed: nothing was left.
+			cells[i].vacant = true
+			continue
+		}
 		if ok {
 			cells[i].v, cells[i].has, cells[i].partial = v, true, !s.Recovered(ps)
 		}
@@ -154,6 +162,10 @@ func missingText(metric string) string {
 	}
 	return "none"
 }
+
+// vacantLabel is the legend entry of points that left nothing to
+// recover.
+const vacantLabel = "nothing left to recover (every request given up by the end of the outage)"
 
 // partialLabel is the legend entry of points whose server did not
 // recover in every run.
@@ -291,6 +303,34 @@ func valueRange(cells ...[]cell) (lo, hi float64, ok bool) {
 	return lo, hi, true
 }
 
+// sweepColors returns the colour index of each of the sweep's
+// strategies, in the order of s.Strategies: their places in the scenario
+// file (StrategyIndexes), so that a sweep of some strategies (--strategy)
+// colours them as every chart does; their positions in s.Strategies for
+// a sweep.json without them.
+func sweepColors(s *results.Sweep) []int {
+	if idx := s.StrategyIndexes; len(idx) == len(s.Strategies) && distinct(idx) {
+		return idx
+	}
+	idx := make([]int, len(s.Strategies))
+	for j := range idx {
+		idx[j] = j
+	}
+	return idx
+}
+
+// distinct reports whether the indexes are distinct and not negative.
+func distinct(idx []int) bool {
+	seen := map[int]bool{}
+	for _, i := range idx {
+		if i < 0 || seen[i] {
+			return false
+		}
+		seen[i] = true
+	}
+	return true
+}
+
 // sweepLineChart draws the metric of a one-axis sweep against its axis,
 // a line per strategy.
 func sweepLineChart(s *results.Sweep, o Options) (Chart, error) {
@@ -300,12 +340,13 @@ func sweepLineChart(s *results.Sweep, o Options) (Chart, error) {
 	logX := ax.Log && kind != axisIndex && !slices.ContainsFunc(xs, func(x float64) bool { return x <= 0 })
 	order := xOrder(xs)
 	series := make([][]cell, len(s.Strategies))
-	missing, partial := false, false
+	missing, partial, vacant := false, false, false
 	for j := range s.Strategies {
 		series[j] = sweepCells(s, j)
 		for _, c := range series[j] {
-			missing = missing || !c.has
+			missing = missing || (!c.has && !c.vacant)
 			partial = partial || c.partial
+			vacant = vacant || c.vacant
 		}
 	}
 	ylo, yhi, ok := valueRange(series...)
@@ -326,19 +367,23 @@ func sweepLineChart(s *results.Sweep, o Options) (Chart, error) {
 		xlabel += " (log scale)"
 	}
 
+	colors := sweepColors(s)
 	return render("sweep", title, o, func(c draw.Canvas, th theme) {
 		var legend []legendItem
 		for j, name := range s.Strategies {
-			legend = append(legend, legendItem{label: name, thumb: markerThumb(th.lineStyle(j), markerStyle{shape: j, clr: strategyColor(j)}, th)})
+			legend = append(legend, legendItem{label: name, thumb: markerThumb(th.lineStyle(colors[j]), markerStyle{shape: colors[j], clr: strategyColor(colors[j])}, th)})
 		}
 		if missing {
 			legend = append(legend, legendItem{label: missingLabel(s.Metric), thumb: crossThumb(th)})
+		}
+		if vacant {
+			legend = append(legend, legendItem{label: vacantLabel, thumb: ringThumb(th)})
 		}
 		if partial {
 			legend = append(legend, legendItem{label: partialLabel(s.Metric), thumb: markerThumb(draw.LineStyle{}, markerStyle{clr: noteColor, hollow: true}, th)})
 		}
 		subtitle := fmt.Sprintf("%s at each value of %s, one line per strategy%s", s.Metric, ax.Name(), sweepRunsNote(s))
-		if missing {
+		if missing || vacant {
 			subtitle += "; a cross above the data marks a point with no " + s.Metric + ", where the line breaks"
 		}
 		f := figure{th: th, title: title, subtitle: subtitle + ".", legend: legend}
@@ -366,7 +411,7 @@ func sweepLineChart(s *results.Sweep, o Options) (Chart, error) {
 		// Room above the data for the markers at the top, and for the
 		// band of crosses, a row per strategy with some, at most a
 		// quarter of the plot's height.
-		mark := sweepMarks{series: series, xs: xs, order: order, rowH: 3 * markerRadius(th), th: th}
+		mark := sweepMarks{series: series, colors: colors, xs: xs, order: order, rowH: 3 * markerRadius(th), th: th}
 		if rows > 0 {
 			dc := p.DataCanvas(body)
 			mark.band = min(vg.Length(rows)*mark.rowH+th.pad/2, (dc.Max.Y-dc.Min.Y)/4)
@@ -465,7 +510,7 @@ func (t cappedTicks) Ticks(lo, hi float64) []plot.Tick {
 }
 
 // markerStyle is how a point of a line chart is marked: shape is the
-// strategy's index (a circle, a square or a triangle, in turn), hollow a
+// strategy's colour index (a circle, a square or a triangle, in turn), hollow a
 // point whose server did not recover in every run.
 type markerStyle struct {
 	shape  int
@@ -511,6 +556,24 @@ func drawCross(c draw.Canvas, clr color.Color, pt vg.Point, r vg.Length, th them
 	c.StrokeLine2(sty, pt.X-r, pt.Y+r, pt.X+r, pt.Y-r)
 }
 
+// drawRing draws a ring of radius r at pt in clr: a point that left
+// nothing to recover.
+func drawRing(c draw.Canvas, clr color.Color, pt vg.Point, r vg.Length, th theme) {
+	var ring vg.Path
+	ring.Move(vg.Point{X: pt.X + r, Y: pt.Y})
+	ring.Arc(pt, r, 0, 2*math.Pi)
+	ring.Close()
+	c.SetLineStyle(draw.LineStyle{Color: clr, Width: 1.6 * th.lw, Dashes: []vg.Length{1.5 * th.lw, 1.5 * th.lw}})
+	c.Stroke(ring)
+}
+
+// ringThumb is the legend thumbnail of a point that left nothing.
+func ringThumb(th theme) func(draw.Canvas) {
+	return func(c draw.Canvas) {
+		drawRing(c, noteColor, c.Center(), markerRadius(th), th)
+	}
+}
+
 // markerRadius is the radius of a line chart's markers.
 func markerRadius(th theme) vg.Length { return 4 * vg.Length(th.scale) }
 
@@ -533,13 +596,14 @@ func crossThumb(th theme) func(draw.Canvas) {
 	}
 }
 
-// sweepMarks draws a line chart's series: each strategy's line through
-// its points in x order, broken at points without a value, a marker at
+// sweepMarks draws a line chart's series: each strategy's line, in the
+// colour of its colour index, through its points in x order, broken at points without a value, a marker at
 // every point with one (hollow where the server did not recover in every
 // run), and in a tinted band at the top of the plot, band high, a row
 // per strategy with points without a value, a cross at each.
 type sweepMarks struct {
 	series [][]cell
+	colors []int // the colour index of each strategy
 	xs     []float64
 	order  []int
 	band   vg.Length // the band's height, 0 without one
@@ -565,11 +629,11 @@ func (m sweepMarks) Plot(c draw.Canvas, p *plot.Plot) {
 			for k, i := range seg {
 				xys[k] = plotter.XY{X: m.xs[i], Y: cells[i].v}
 			}
-			polyline{xys: xys, style: th.lineStyle(j)}.Plot(c, p)
+			polyline{xys: xys, style: th.lineStyle(m.colors[j])}.Plot(c, p)
 		}
 		for _, i := range m.order {
 			if cl := cells[i]; cl.has {
-				drawMarker(c, markerStyle{shape: j, clr: strategyColor(j), hollow: cl.partial}, vg.Point{X: tx(m.xs[i]), Y: ty(cl.v)}, r, th)
+				drawMarker(c, markerStyle{shape: m.colors[j], clr: strategyColor(m.colors[j]), hollow: cl.partial}, vg.Point{X: tx(m.xs[i]), Y: ty(cl.v)}, r, th)
 			}
 		}
 		if !slices.ContainsFunc(cells, func(c cell) bool { return !c.has }) {
@@ -577,8 +641,11 @@ func (m sweepMarks) Plot(c draw.Canvas, p *plot.Plot) {
 		}
 		y := c.Max.Y - th.pad/4 - (vg.Length(row)+0.5)*m.rowH
 		for _, i := range m.order {
-			if !cells[i].has {
-				drawCross(c, strategyColor(j), vg.Point{X: tx(m.xs[i]), Y: y}, r, th)
+			switch {
+			case cells[i].vacant:
+				drawRing(c, strategyColor(m.colors[j]), vg.Point{X: tx(m.xs[i]), Y: y}, r, th)
+			case !cells[i].has:
+				drawCross(c, strategyColor(m.colors[j]), vg.Point{X: tx(m.xs[i]), Y: y}, r, th)
 			}
 		}
 		row++
@@ -669,12 +736,16 @@ func heatmapCharts(s *results.Sweep, o Options) ([]Chart, error) {
 func heatmapChart(s *results.Sweep, name string, cells []cell, scale colorScale, withBar bool, o Options) (Chart, error) {
 	ax, ay := s.Axes[0], s.Axes[1]
 	title := fmt.Sprintf("%s, %s: %s%s", s.Scenario, name, s.Metric, sweepRunsNote(s))
-	missing := slices.ContainsFunc(cells, func(c cell) bool { return !c.has })
+	missing := slices.ContainsFunc(cells, func(c cell) bool { return !c.has && !c.vacant })
+	vacant := slices.ContainsFunc(cells, func(c cell) bool { return c.vacant })
 	partial := slices.ContainsFunc(cells, func(c cell) bool { return c.partial })
 	return render("heatmap-"+name, title, o, func(c draw.Canvas, th theme) {
 		var legend []legendItem
 		if missing {
 			legend = append(legend, legendItem{label: missingLabel(s.Metric), thumb: hatchSwatch(neverColor, th)})
+		}
+		if vacant {
+			legend = append(legend, legendItem{label: vacantLabel, thumb: hatchSwatch(vacantColor, th)})
 		}
 		if partial {
 			legend = append(legend, legendItem{label: "* " + partialLabel(s.Metric), thumb: partialThumb(scale, th)})
@@ -731,11 +802,14 @@ const (
 	cellValue   cellMark = iota // filled in the colour of its value
 	cellPartial                 // as cellValue, outlined in red, with an asterisk
 	cellMissing                 // hatched red: no value
+	cellVacant                  // hatched grey: nothing left to recover
 )
 
 // markOf returns how a cell is drawn.
 func markOf(c cell) cellMark {
 	switch {
+	case c.vacant:
+		return cellVacant
 	case !c.has:
 		return cellMissing
 	case c.partial:
@@ -776,6 +850,10 @@ func (h heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 			hatch(c, r, neverColor, th)
 			sty = withColor(withFont(sty, bold), neverColor)
 			lines = []string{missingText(h.metric)}
+		case cellVacant:
+			hatch(c, r, vacantColor, th)
+			sty = withColor(withFont(sty, bold), vacantColor)
+			lines = []string{"gave up"}
 		case cellPartial:
 			bg := h.scale.at(cl.v)
 			c.SetColor(bg)
@@ -799,7 +877,7 @@ func (h heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 		for len(lines) > 0 {
 			txt := strings.Join(lines, "\n")
 			if sty.Width(txt) <= r.Max.X-r.Min.X-th.pad && sty.Height(txt) <= r.Max.Y-r.Min.Y-th.pad/2 {
-				if markOf(cl) == cellMissing {
+				if m := markOf(cl); m == cellMissing || m == cellVacant {
 					textBox(c, sty, mid, txt, th.pad/3)
 				} else {
 					c.FillText(sty, mid, txt)

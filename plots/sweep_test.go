@@ -500,3 +500,12 @@ func TestCappedTicks(t *testing.T) {
 		assert.LessOrEqual(t, tk.Value, 50.0, "no tick in the band above the data")
 	}
 }
+
+func TestSweepColorsFollowTheFile(t *testing.T) {
+	s := &results.Sweep{Strategies: []string{"b", "d"}}
+	assert.Equal(t, []int{0, 1}, sweepColors(s), "without indexes: by position")
+	s.StrategyIndexes = []int{1, 3}
+	assert.Equal(t, []int{1, 3}, sweepColors(s), "by place in the file")
+	s.StrategyIndexes = []int{1, 1}
+	assert.Equal(t, []int{0, 1}, sweepColors(s), "not distinct: by position")
+}

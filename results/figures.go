@@ -46,8 +46,20 @@ type Figures struct {
 	// included.
 	PeakLoadOverall float64 `json:"peak_load_overall"`
 	// RecoveryTimeS is when the server recovered, counted from the end of
-	// the last outage (see Recovery).
-	RecoveryTimeS   *float64 `json:"recovery_time_s"`
+	// the last outage (see Recovery). A run that left nothing to recover
+	// (BacklogAtOutageEnd 0: every request was delivered or given up by
+	// the end of the outage) recovers at once, vacuously: the strategy's
+	// Recovery says so, and the figure is not a speed.
+	RecoveryTimeS *float64 `json:"recovery_time_s"`
+	// BacklogAtOutageEnd is how many requests were left to recover at
+	// the end of the last outage: created by then and neither delivered
+	// nor dead-lettered. Nil without an outage (or when the outage
+	// outlasts the run).
+	BacklogAtOutageEnd *float64 `json:"backlog_at_outage_end"`
+	// DeadLetteredInOutage is how many requests were given up (sent to
+	// the dead-letter queue) by the end of the last outage.
+	DeadLetteredInOutage float64 `json:"dead_lettered_in_outage"`
+
 	DrainTimeS      *float64 `json:"drain_time_s"`
 	CompletionTimeS *float64 `json:"completion_time_s"`
 	// LatencyS is request creation to delivery, delivered requests only.
@@ -113,6 +125,10 @@ func (r *Run) Figures(s Setup) Figures {
 	if t, ok := Recovery(r.Series, s); ok {
 		f.RecoveryTimeS = ptr(t.Seconds())
 	}
+	if r.Backlog != nil {
+		f.BacklogAtOutageEnd = ptr(float64(*r.Backlog))
+	}
+	f.DeadLetteredInOutage = float64(r.GaveUpInOutage)
 	if r.Drain != nil {
 		f.DrainTimeS = ptr(r.Drain.Seconds())
 	}
@@ -191,9 +207,15 @@ func undecided(b Bucket) bool {
 }
 
 // afterOutage returns the first bucket that starts at or after the end
-// of the last outage.
+// of the last outage (never below 0).
 func afterOutage(s Setup) int {
-	return int((s.LastOutageEnd + s.Bucket - 1) / s.Bucket)
+	return max(int((s.LastOutageEnd+s.Bucket-1)/s.Bucket), 0)
+}
+
+// NothingLeft reports whether a run's figures say that nothing was left
+// to recover at the end of the outage.
+func (f *Figures) NothingLeft() bool {
+	return f.BacklogAtOutageEnd != nil && *f.BacklogAtOutageEnd == 0
 }
 
 func ptr(x float64) *float64 { return &x }

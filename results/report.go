@@ -148,7 +148,11 @@ func WriteHTML(w io.Writer, s *Summary, images []Image) error {
 
 // Takeaways returns a few sentences that say what the figures show, in
 // a fixed order: the herds (peaks well above capacity) and the calmest
-// strategy, recovery, losses, duplicates and the least work.
+// strategies, recovery, what was given up, duplicates and the least work.
+// A strategy is praised for a low load, a fast recovery or little work
+// only with the share of its requests that it gave up on beside it, and
+// one that left nothing to recover (it gave up, or delivered, everything
+// before the outage ended) is never called fast or calm: it is said so.
 func Takeaways(s *Summary) []string {
 	var out []string
 	sts := s.Strategies
@@ -156,10 +160,14 @@ func Takeaways(s *Summary) []string {
 		return nil
 	}
 	bucket := Seconds(&s.BucketS, "")
+	after := " after the outage"
+	if len(s.Outages) == 0 {
+		after = ""
+	}
 	// The herds: peaks after the outage at several times capacity.
 	var calm []string
 	for _, st := range sts {
-		if st.PeakLoadRatio == nil {
+		if st.PeakLoadRatio == nil || st.Recovery == NothingLeft {
 			continue
 		}
 		switch r := *st.PeakLoadRatio; {
@@ -167,28 +175,44 @@ func Takeaways(s *Summary) []string {
 			out = append(out, fmt.Sprintf("%s: %s attempts within %s at t = %s, %sx capacity.",
 				st.Name, Count(st.PeakLoad), bucket, Seconds(&st.PeakAtS, ""), Decimal(r)))
 		case r <= 1.5:
-			calm = append(calm, fmt.Sprintf("%s (%sx)", st.Name, Decimal(r)))
+			calm = append(calm, fmt.Sprintf("%s (%sx; %s)", st.Name, Decimal(r), shares(&st)))
 		}
 	}
 	if len(calm) > 0 && len(calm) < len(sts) {
-		out = append(out, "Peak load stays near capacity with "+strings.Join(calm, ", ")+".")
+		out = append(out, "Peak load"+after+" stays near capacity with "+strings.Join(calm, ", ")+".")
 	}
 
-	// Recovery.
-	var never []string
-	recovered := slices.DeleteFunc(slices.Clone(sts), func(st StrategySummary) bool {
-		if st.RecoveryTimeS == nil {
-			never = append(never, st.Name)
-			return true
+	// What was left to recover: a strategy that gave up during the
+	// outage may leave a healthy server and nothing to do.
+	for _, st := range sts {
+		switch st.Recovery {
+		case NothingLeft:
+			out = append(out, fmt.Sprintf("%s left nothing to recover: by the end of the outage it had given up on %s requests (%s%%), so its load and recovery after it say nothing of speed.",
+				st.Name, Count(st.DeadLetteredInOutage), Decimal(100*share(st.DeadLetteredInOutage, st.Requests))))
+		case Mixed:
+			if st.NothingLeftRuns > 0 {
+				out = append(out, fmt.Sprintf("%s left nothing to recover in %d of %d runs (it had given up on every request still waiting).", st.Name, st.NothingLeftRuns, s.Runs))
+			}
 		}
-		return false
-	})
+	}
+
+	// Recovery, ranked among the strategies that recovered from a backlog.
+	var never []string
+	var recovered []StrategySummary
+	for _, st := range sts {
+		switch {
+		case st.RecoveryTimeS == nil:
+			never = append(never, st.Name)
+		case st.Recovery != NothingLeft:
+			recovered = append(recovered, st)
+		}
+	}
 	if len(s.Outages) > 0 && len(recovered) > 0 {
-		best := slices.MinFunc(recovered, func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) })
-		worst := slices.MaxFunc(recovered, func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) })
-		line := fmt.Sprintf("Fastest recovery after the outage: %s, %s", best.Name, Seconds(best.RecoveryTimeS, ""))
+		byTime := func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) }
+		best, worst := slices.MinFunc(recovered, byTime), slices.MaxFunc(recovered, byTime)
+		line := fmt.Sprintf("Fastest recovery after the outage: %s, %s (%s)", best.Name, Seconds(best.RecoveryTimeS, ""), shares(&best))
 		if worst.Name != best.Name && *worst.RecoveryTimeS > *best.RecoveryTimeS {
-			line += fmt.Sprintf("; slowest: %s, %s", worst.Name, Seconds(worst.RecoveryTimeS, ""))
+			line += fmt.Sprintf("; slowest: %s, %s (%s)", worst.Name, Seconds(worst.RecoveryTimeS, ""), shares(&worst))
 		}
 		out = append(out, line+".")
 	}
@@ -196,8 +220,8 @@ func Takeaways(s *Summary) []string {
 		out = append(out, "The server never recovered within the horizon with "+strings.Join(never, ", ")+".")
 	}
 	for _, st := range sts {
-		if s.Runs > 1 && st.RecoveredRuns > 0 && st.RecoveredRuns < s.Runs {
-			out = append(out, fmt.Sprintf("%s recovered in %d of %d runs.", st.Name, st.RecoveredRuns, s.Runs))
+		if n := st.RecoveredRuns - st.NothingLeftRuns; s.Runs > 1 && st.Recovery == Mixed && n > 0 && n < s.Runs {
+			out = append(out, fmt.Sprintf("%s recovered in %d of %d runs.", st.Name, n, s.Runs))
 		}
 	}
 
@@ -214,14 +238,35 @@ func Takeaways(s *Summary) []string {
 
 	// The least work.
 	if len(sts) > 1 {
-		least := slices.MinFunc(sts, func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) })
-		most := slices.MaxFunc(sts, func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) })
+		byWork := func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) }
+		least, most := slices.MinFunc(sts, byWork), slices.MaxFunc(sts, byWork)
 		if most.Amplification > least.Amplification {
-			out = append(out, fmt.Sprintf("Least work: %s, %sx attempts per request (most: %s, %sx).",
-				least.Name, Decimal(least.Amplification), most.Name, Decimal(most.Amplification)))
+			out = append(out, fmt.Sprintf("Least work: %s, %sx attempts per request (%s; most: %s, %sx).",
+				least.Name, Decimal(least.Amplification), shares(&least), most.Name, Decimal(most.Amplification)))
 		}
 	}
 	return out
+}
+
+// shares says what became of a strategy's requests, for a sentence that
+// praises it: "all delivered", or "96% delivered, 4% given up".
+func shares(st *StrategySummary) string {
+	if st.Delivered == st.Requests {
+		return "all delivered"
+	}
+	text := Decimal(100*st.DeliveredRatio) + "% delivered, " + Decimal(100*share(st.DeadLettered, st.Requests)) + "% given up"
+	if st.Unfinished > 0 {
+		text += ", " + Decimal(100*share(st.Unfinished, st.Requests)) + "% unfinished"
+	}
+	return text
+}
+
+// share returns part / whole, 0 for an empty whole.
+func share(part, whole float64) float64 {
+	if whole == 0 {
+		return 0
+	}
+	return part / whole
 }
 
 // reasons lists dead-letter reasons with their counts, largest first;

@@ -198,9 +198,12 @@ func summaryForTest() *Summary {
 
 func TestJSONRoundTrip(t *testing.T) {
 	s := summaryForTest()
+	s.Strategies[len(s.Strategies)-1].Index = 4 // its place in the file
 	var buf bytes.Buffer
 	require.NoError(t, WriteJSON(&buf, s))
 	assert.Contains(t, buf.String(), `"recovery_time_s": null`, "a missing figure is null")
+	assert.Contains(t, buf.String(), `"queue_limit": null`, "an unlimited queue has no limit")
+	assert.Contains(t, buf.String(), `"index": 4`)
 	got, err := ReadJSON(&buf)
 	require.NoError(t, err)
 	assert.Equal(t, s, got)
@@ -236,9 +239,18 @@ func TestTimeseries(t *testing.T) {
 	r.Series[1] = Bucket{Attempts: 5, OK: 3, NotOK: 1, Delivered: 3, Failed: 1, Rejected: 1, ShortCircuited: 2, Queue: 7, InFlight: 4, Throttled: 1, TimedOut: 1, NotOKTimeout: 1, Delayed: 6, DLQ: 2}
 	var buf bytes.Buffer
 	require.NoError(t, WriteTimeseries(&buf, 500*time.Millisecond, []*Run{r}))
-	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1,1,6,2\n", buf.String())
+	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,,\na,1,0.5,5,3,1,1,2,7,4,3,1,1,1,1,6,2,,\n", buf.String(),
+		"a queue that was not measured has no longest or mean, not 0")
 	assert.True(t, strings.HasPrefix(TimeseriesHeader, "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight"),
 		"the contract's columns come first")
+	assert.True(t, strings.HasSuffix(TimeseriesHeader, ",queue_max,queue_mean"), "new columns at the end")
+
+	// A measured queue: empty at the bucket's end, 2,000 at its most.
+	r.QueueTracked = true
+	r.Series[1].Queue, r.Series[1].QueueMax, r.Series[1].QueueMean = 0, 2000, 1017.833333
+	buf.Reset()
+	require.NoError(t, WriteTimeseries(&buf, 500*time.Millisecond, []*Run{r}))
+	assert.Equal(t, TimeseriesHeader+"\na,1,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0\na,1,0.5,5,3,1,1,2,0,4,3,1,1,1,1,6,2,2000,1017.833\n", buf.String())
 }
 
 func TestTableAndReport(t *testing.T) {
@@ -290,29 +302,68 @@ func TestWriteFileIsAtomic(t *testing.T) {
 func TestTakeaways(t *testing.T) {
 	capacity := 2000.0
 	never, quick, slow := (*float64)(nil), 0.0, 511.0
-	r25, r1 := 25.0, 1.03
+	r25, r1, r0 := 25.0, 1.03, 0.0
+	backlog, none := 50000.0, 0.0
 	s := &Summary{
 		Scenario: "herd", Runs: 1, BucketS: 1, CapacityPerS: &capacity,
 		Outages: []Window{{StartS: 0, EndS: 30, Mode: "refuse"}},
 		Strategies: []StrategySummary{
-			{Name: "fixed-60s", Figures: Figures{PeakLoad: 50000, PeakLoadRatio: &r25, PeakAtS: 60, RecoveryTimeS: &slow,
-				Amplification: 8.42, DeliveredRatio: 0.396, DeadLettered: 30200, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
-			{Name: "full-jitter", Figures: Figures{PeakLoad: 2065, PeakLoadRatio: &r1, PeakAtS: 36, RecoveryTimeS: &quick,
-				Amplification: 7.52, DeliveredRatio: 0.9995, DeadLettered: 27, Duplicates: 3}},
-			{Name: "exponential", Figures: Figures{RecoveryTimeS: never, Amplification: 9.56, DeliveredRatio: 0.5, DeadLettered: 10,
+			{Name: "fixed-60s", Recovery: Recovered, Figures: Figures{Requests: 50000, Delivered: 19800, PeakLoad: 50000, PeakLoadRatio: &r25, PeakAtS: 60, RecoveryTimeS: &slow,
+				BacklogAtOutageEnd: &backlog, Amplification: 8.42, DeliveredRatio: 0.396, DeadLettered: 30200, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
+			{Name: "full-jitter", Recovery: Recovered, Figures: Figures{Requests: 50000, Delivered: 49973, PeakLoad: 2065, PeakLoadRatio: &r1, PeakAtS: 36, RecoveryTimeS: &quick,
+				BacklogAtOutageEnd: &backlog, Amplification: 7.52, DeliveredRatio: 0.99946, DeadLettered: 27, Duplicates: 3}},
+			{Name: "exponential", Recovery: Never, Figures: Figures{Requests: 20, Delivered: 10, RecoveryTimeS: never, BacklogAtOutageEnd: &backlog, Amplification: 9.56, DeliveredRatio: 0.5, DeadLettered: 10,
 				DeadLetteredBy: map[string]float64{"max_attempts": 4, "budget": 6, "max_elapsed": 0}}},
+			// It gives up on every request within the outage: nothing to
+			// recover, no load after it, the least work, and no praise.
+			{Name: "give-up", Recovery: NothingLeft, NothingLeftRuns: 1, Figures: Figures{Requests: 50000, Delivered: 0, PeakLoadRatio: &r0, RecoveryTimeS: &quick,
+				BacklogAtOutageEnd: &none, DeadLetteredInOutage: 50000, Amplification: 3, DeadLettered: 50000,
+				DeadLetteredBy: map[string]float64{"max_elapsed": 50000}}},
 		},
 	}
 	assert.Equal(t, []string{
 		"fixed-60s: 50,000 attempts within 1s at t = 60s, 25x capacity.",
-		"Peak load stays near capacity with full-jitter (1.03x).",
-		"Fastest recovery after the outage: full-jitter, 0s; slowest: fixed-60s, 511s.",
+		"Peak load after the outage stays near capacity with full-jitter (1.03x; 99.95% delivered, 0.05% given up).",
+		"give-up left nothing to recover: by the end of the outage it had given up on 50,000 requests (100%), so its load and recovery after it say nothing of speed.",
+		"Fastest recovery after the outage: full-jitter, 0s (99.95% delivered, 0.05% given up); slowest: fixed-60s, 511s (39.6% delivered, 60.4% given up).",
 		"The server never recovered within the horizon with exponential.",
 		"fixed-60s delivered 39.6% of requests; 30,200 went to the dead-letter queue (max_attempts).",
 		"full-jitter: 3 requests were processed more than once (duplicates).",
 		"exponential delivered 50% of requests; 10 went to the dead-letter queue (6 budget, 4 max_attempts).",
-		"Least work: full-jitter, 7.52x attempts per request (most: exponential, 9.56x).",
+		"give-up delivered 0% of requests; 50,000 went to the dead-letter queue (max_elapsed).",
+		"Least work: give-up, 3x attempts per request (0% delivered, 100% given up; most: exponential, 9.56x).",
 	}, Takeaways(s))
+
+	var table bytes.Buffer
+	require.NoError(t, WriteTable(&table, s))
+	assert.Regexp(t, `give-up .* none +nothing left`, table.String(), "no peak, and nothing left: not 0 (0x) at 0s, not 0s")
+	assert.NotContains(t, table.String(), "0 (0x) at 0s")
+
+	// Without an outage there is no "after the outage".
+	s.Outages = nil
+	table.Reset()
+	require.NoError(t, WriteTable(&table, s))
+	assert.NotContains(t, table.String(), "peak after outage")
+	assert.Contains(t, table.String(), "peak load")
+	assert.Contains(t, Takeaways(s)[1], "Peak load stays near capacity")
+}
+
+func TestRecoveryOf(t *testing.T) {
+	tests := []struct {
+		runs, recovered, nothingLeft int
+		want                         string
+	}{
+		{1, 1, 0, Recovered},
+		{1, 1, 1, NothingLeft},
+		{1, 0, 0, Never},
+		{3, 3, 3, NothingLeft},
+		{3, 3, 1, Mixed},
+		{3, 2, 0, Mixed},
+		{3, 0, 0, Never},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, RecoveryOf(tt.runs, tt.recovered, tt.nothingLeft), "%+v", tt)
+	}
 }
 
 func TestReportsEmbedCharts(t *testing.T) {

@@ -32,6 +32,13 @@ type Run struct {
 	TimedOut       int64 // attempts the sender gave up on
 	Lost           int64 // answers lost on the way back (response loss)
 
+	// Backlog counts the requests left to recover at the end of the last
+	// outage: created by then and neither delivered nor dead-lettered. It
+	// is nil without an outage, or when the outage outlasts the run.
+	// GaveUpInOutage counts the requests dead-lettered by then.
+	Backlog        *int64
+	GaveUpInOutage int64
+
 	// Drain is the time from the end of the last outage until every
 	// request that existed then was delivered or dead-lettered; Completion
 	// is the time from the start until the last request's final state.
@@ -44,13 +51,19 @@ type Run struct {
 	LatencySum float64
 
 	Series []Bucket // one per bucket from t = 0
+	// QueueTracked is set when the server's queue was measured: the
+	// Series' Queue, QueueMax and QueueMean hold what it was (the
+	// simulator's runs). When it is not set they are 0 and mean
+	// nothing: the real-HTTP driver does not see its server's queue.
+	QueueTracked bool
 
 	Events int64         // events the engine processed
 	Wall   time.Duration // wall-clock time of the run
 }
 
 // Bucket is one histogram bucket of a run. Counts are of things that
-// happened in the bucket; Queue and InFlight are sampled at its end.
+// happened in the bucket; Queue and InFlight are sampled at its end,
+// QueueMax and QueueMean describe the whole bucket (see Run.QueueTracked).
 type Bucket struct {
 	Attempts       int64 // attempts that reached the server
 	OK             int64 // of those, the ones whose sender saw a success
@@ -66,6 +79,13 @@ type Bucket struct {
 	InFlight       int64 // requests in service at the bucket's end
 	Delayed        int64 // requests waiting for their backoff (the delay queue) at the bucket's end
 	DLQ            int64 // requests in the dead-letter queue at the bucket's end
+	// QueueMax is the longest the server queue was at any instant of the
+	// bucket, its start included: requests.
+	QueueMax int64
+	// QueueMean is the server queue's length averaged over the bucket's
+	// time (the integral of the length over the bucket, divided by its
+	// width; the last bucket's width ends at the horizon): requests.
+	QueueMean float64
 }
 
 // Breakdown is what became of the attempts that reached the server in

@@ -13,6 +13,9 @@ type Summary struct {
 	// CapacityPerS is the server's capacity in requests per second; nil
 	// when unlimited.
 	CapacityPerS *float64 `json:"capacity_per_s"`
+	// QueueLimit is the most requests the server's queue holds (beyond
+	// it, attempts are rejected with 503); nil when unlimited.
+	QueueLimit *int64 `json:"queue_limit"`
 	// Outages are the server's outage windows, in order.
 	Outages    []Window          `json:"outages"`
 	Strategies []StrategySummary `json:"strategies"`
@@ -32,12 +35,50 @@ type Window struct {
 // several runs the means, with the 95% confidence half-widths in CI95.
 type StrategySummary struct {
 	Name string `json:"name"`
+	// Index is the strategy's place in the scenario file, from 0, also
+	// when only some strategies ran: charts give a strategy the colour
+	// of its index, so that it keeps it whatever else ran.
+	Index int `json:"index"`
 	Figures
 	// RecoveredRuns counts the runs in which the server recovered; with
-	// several runs, RecoveryTimeS is the mean over those.
-	RecoveredRuns int      `json:"recovered_runs"`
-	CI95          *Figures `json:"ci95,omitempty"`
-	Engine        Engine   `json:"engine"`
+	// several runs, RecoveryTimeS is the mean over those of them that had
+	// something to recover (over all of them when none had).
+	RecoveredRuns int `json:"recovered_runs"`
+	// NothingLeftRuns counts the runs that left nothing to recover at the
+	// end of the outage (see Figures.BacklogAtOutageEnd): their recovery
+	// is no speed.
+	NothingLeftRuns int `json:"nothing_left_runs"`
+	// Recovery says what RecoveryTimeS means: "recovered" (in every run,
+	// from a backlog), "nothing_left" (every run gave up or delivered
+	// everything before the outage ended: 0 s is not fast, there was
+	// nothing to do), "never" (in no run) or "mixed" (runs differ: see
+	// RecoveredRuns and NothingLeftRuns).
+	Recovery string   `json:"recovery"`
+	CI95     *Figures `json:"ci95,omitempty"`
+	Engine   Engine   `json:"engine"`
+}
+
+// The values of StrategySummary.Recovery.
+const (
+	Recovered   = "recovered"
+	NothingLeft = "nothing_left"
+	Never       = "never"
+	Mixed       = "mixed"
+)
+
+// RecoveryOf says what the recovery of runs means, from how many of them
+// recovered (nothing-left runs included, since their server is healthy)
+// and how many left nothing to recover.
+func RecoveryOf(runs, recovered, nothingLeft int) string {
+	switch {
+	case nothingLeft == runs:
+		return NothingLeft
+	case recovered == runs && nothingLeft == 0:
+		return Recovered
+	case recovered == 0:
+		return Never
+	}
+	return Mixed
 }
 
 // Engine is what running a strategy cost, summed over its runs. WallS is

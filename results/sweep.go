@@ -73,10 +73,14 @@ type Sweep struct {
 	Seed     uint64 `json:"seed"`
 	Runs     int    `json:"runs"`
 	// Metric is the figure the charts show, such as recovery_time_s.
-	Metric     string       `json:"metric"`
-	Axes       []Axis       `json:"vary"`
-	Strategies []string     `json:"strategies"`
-	Points     []SweepPoint `json:"points"`
+	Metric     string   `json:"metric"`
+	Axes       []Axis   `json:"vary"`
+	Strategies []string `json:"strategies"`
+	// StrategyIndexes are the strategies' places in the scenario file,
+	// which give them their colours; empty in a sweep.json written
+	// before they were kept.
+	StrategyIndexes []int        `json:"strategy_indexes,omitempty"`
+	Points          []SweepPoint `json:"points"`
 }
 
 // Axis is one varied field and its values, in the order swept.
@@ -111,8 +115,10 @@ type SweepPoint struct {
 type PointSummary struct {
 	Name string `json:"name"`
 	Figures
-	RecoveredRuns int      `json:"recovered_runs"`
-	CI95          *Figures `json:"ci95,omitempty"`
+	RecoveredRuns   int      `json:"recovered_runs"`
+	NothingLeftRuns int      `json:"nothing_left_runs"`
+	Recovery        string   `json:"recovery"`
+	CI95            *Figures `json:"ci95,omitempty"`
 	// LatencyPooledS is the latency of every request delivered in any of
 	// the point's runs: quantiles of the runs' histograms merged.
 	LatencyPooledS Latency `json:"latency_pooled_s"`
@@ -120,8 +126,12 @@ type PointSummary struct {
 }
 
 // Recovered reports whether the server recovered in every run of the
-// strategy at point p.
-func (s *Sweep) Recovered(p *PointSummary) bool { return p.RecoveredRuns == s.Runs }
+// strategy at point p, from a backlog: a run that left nothing to
+// recover (it gave up on every request during the outage) does not
+// count.
+func (s *Sweep) Recovered(p *PointSummary) bool {
+	return p.RecoveredRuns-p.NothingLeftRuns == s.Runs
+}
 
 // Value returns the point's value of a figure named as in summary.json
 // (recovery_time_s, latency_s.p99, recovered_runs...), and false when the

@@ -44,7 +44,7 @@ func TestBoundaries(t *testing.T) {
 	})
 	bs := s.Boundaries()
 	require.Len(t, bs, 2)
-	assert.Equal(t, Boundary{Strategy: "s", Given: []string{"100"}, Recovered: []bool{true, true, true, false}}, bs[0])
+	assert.Equal(t, Boundary{Strategy: "s", Given: []string{"100"}, Recovered: []bool{true, true, true, false}, NothingLeft: make([]bool, 4)}, bs[0])
 	assert.Equal(t, "s recovers for outage up to 1m, not from 2m, at workload.arrival.rate = 100", bs[0].Sentence(s))
 	assert.Equal(t, "s recovers for outage up to 10s, not from 30s (but again at 2m), at workload.arrival.rate = 500", bs[1].Sentence(s))
 
@@ -67,6 +67,27 @@ func TestBoundaries(t *testing.T) {
 	one := &Sweep{Runs: 1, Axes: []Axis{{Path: "x", Values: []string{"1", "2"}}}, Strategies: []string{"a"},
 		Points: []SweepPoint{{Values: []string{"1"}, Strategies: []PointSummary{{RecoveredRuns: 1}}}, {Index: 1, Values: []string{"2"}, Strategies: []PointSummary{{}}}}}
 	assert.Equal(t, "a recovers for x up to 1, not from 2", one.Boundaries()[0].Sentence(one))
+}
+
+// TestBoundariesOfAStrategyThatGivesUp: where a strategy gives up on
+// every request during the outage, its server is healthy at once, but it
+// did not recover from the herd: the report says it gave up, and the
+// table says nothing was left, not 0 s.
+func TestBoundariesOfAStrategyThatGivesUp(t *testing.T) {
+	s := grid(2, [][]int{{2, 2}, {2, 2}, {2, 2}, {2, 2}})
+	for _, i := range []int{4, 5, 6, 7} { // outage 1m and 2m
+		ps := &s.Points[i].Strategies[0]
+		ps.NothingLeftRuns, ps.Recovery, ps.RecoveryTimeS = 2, NothingLeft, ptr(0)
+	}
+	s.Points[3].Strategies[0].NothingLeftRuns = 1 // 30s, 500: one run of two
+	assert.Equal(t, []bool{true, true, false, false}, s.Boundaries()[0].Recovered)
+	assert.Equal(t, []bool{true, false, false, false}, s.Boundaries()[1].Recovered, "a run that left nothing is no recovery")
+	assert.Equal(t, "s recovers for outage up to 30s; from 1m it gives up on every request during the outage (nothing left to recover), at workload.arrival.rate = 100",
+		s.Boundaries()[0].Sentence(s))
+	var buf bytes.Buffer
+	require.NoError(t, WriteSweepReport(&buf, s, nil))
+	assert.Contains(t, buf.String(), "| 2m | 100 | nothing left |\n")
+	assert.Contains(t, buf.String(), "| 30s | 500 | 10s (recovered in 1/2 runs, 1 left nothing) |\n")
 }
 
 func TestSweepReport(t *testing.T) {

@@ -14,8 +14,12 @@ type Boundary struct {
 	// Given are the values of the second and later axes.
 	Given []string
 	// Recovered says, for each value of the first axis, whether the server
-	// recovered in every run.
+	// recovered in every run (from a backlog: see Sweep.Recovered).
 	Recovered []bool
+	// NothingLeft says, for each value of the first axis, whether every
+	// run left nothing to recover: the strategy gave up on everything
+	// during the outage.
+	NothingLeft []bool
 }
 
 // Boundaries returns, for each strategy and each combination of the
@@ -33,13 +37,14 @@ func (s *Sweep) Boundaries() []Boundary {
 	var bs []Boundary
 	for si, name := range s.Strategies {
 		for c := range rest {
-			b := Boundary{Strategy: name, Recovered: make([]bool, n0)}
+			b := Boundary{Strategy: name, Recovered: make([]bool, n0), NothingLeft: make([]bool, n0)}
 			for i := range n0 {
 				p := &s.Points[i*rest+c]
 				if i == 0 {
 					b.Given = p.Values[1:]
 				}
 				b.Recovered[i] = s.Recovered(&p.Strategies[si])
+				b.NothingLeft[i] = p.Strategies[si].Recovery == NothingLeft
 			}
 			bs = append(bs, b)
 		}
@@ -60,11 +65,15 @@ func (b Boundary) Sentence(s *Sweep) string {
 		}
 	}
 	var text string
-	switch first {
-	case -1:
+	switch {
+	case first == -1:
 		text = fmt.Sprintf("%s recovers for every value of %s tried, up to %s", b.Strategy, axis.Name(), vals[len(vals)-1])
-	case 0:
+	case first == 0 && b.NothingLeft[0]:
+		text = fmt.Sprintf("%s gives up on every request during the outage for every value of %s tried from %s: nothing is left to recover", b.Strategy, axis.Name(), vals[0])
+	case first == 0:
 		text = fmt.Sprintf("%s recovers for no value of %s tried (from %s)", b.Strategy, axis.Name(), vals[0])
+	case b.NothingLeft[first]:
+		text = fmt.Sprintf("%s recovers for %s up to %s; from %s it gives up on every request during the outage (nothing left to recover)", b.Strategy, axis.Name(), vals[first-1], vals[first])
 	default:
 		text = fmt.Sprintf("%s recovers for %s up to %s, not from %s", b.Strategy, axis.Name(), vals[first-1], vals[first])
 	}
@@ -126,6 +135,9 @@ func (s *Sweep) BoundarySentences() []string {
 // only some did.
 func (s *Sweep) metricCell(p *PointSummary) string {
 	x, ok := p.Value(s.Metric)
+	if s.Metric == "recovery_time_s" && p.Recovery == NothingLeft {
+		return "nothing left"
+	}
 	var cell string
 	switch {
 	case !ok && s.Metric == "recovery_time_s":
@@ -141,6 +153,8 @@ func (s *Sweep) metricCell(p *PointSummary) string {
 	}
 	switch {
 	case !ok || s.Recovered(p) || s.Metric == "recovered_runs":
+	case s.Runs > 1 && p.NothingLeftRuns > 0:
+		cell += fmt.Sprintf(" (recovered in %d/%d runs, %d left nothing)", p.RecoveredRuns-p.NothingLeftRuns, s.Runs, p.NothingLeftRuns)
 	case s.Runs > 1:
 		cell += fmt.Sprintf(" (recovered in %d/%d runs)", p.RecoveredRuns, s.Runs)
 	default:

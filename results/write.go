@@ -43,11 +43,13 @@ func readJSON(r io.Reader, v any) error {
 }
 
 // TimeseriesHeader is the header of timeseries.csv. Its first ten
-// columns are a contract (DESIGN.md); later ones may be added.
-const TimeseriesHeader = "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight,ok,not_ok,throttled,timed_out,not_ok_timeout,delayed,dlq"
+// columns are a contract (DESIGN.md); later ones may be added, at the end.
+const TimeseriesHeader = "strategy,run,t,attempts,delivered,failed,rejected,short_circuited,queue,in_flight,ok,not_ok,throttled,timed_out,not_ok_timeout,delayed,dlq,queue_max,queue_mean"
 
 // WriteTimeseries writes timeseries.csv: one row per run and bucket, t the
-// bucket's start in seconds, runs in the order given.
+// bucket's start in seconds, runs in the order given. queue_max and
+// queue_mean (Bucket.QueueMax, and QueueMean to 3 decimals) are empty
+// for a run whose queue was not measured (Run.QueueTracked).
 func WriteTimeseries(w io.Writer, bucket time.Duration, runs []*Run) error {
 	bw := bufio.NewWriter(w)
 	bw.WriteString(TimeseriesHeader + "\n")
@@ -62,6 +64,14 @@ func WriteTimeseries(w io.Writer, bucket time.Duration, runs []*Run) error {
 			for _, x := range [...]int64{b.Attempts, b.Delivered, b.Failed, b.Rejected, b.ShortCircuited, b.Queue, b.InFlight, b.OK, b.NotOK, b.Throttled, b.TimedOut, b.NotOKTimeout, b.Delayed, b.DLQ} {
 				buf = append(buf, ',')
 				buf = strconv.AppendInt(buf, x, 10)
+			}
+			buf = append(buf, ',')
+			if r.QueueTracked {
+				buf = strconv.AppendInt(buf, b.QueueMax, 10)
+				buf = append(buf, ',')
+				buf = strconv.AppendFloat(buf, math.Round(b.QueueMean*1000)/1000, 'f', -1, 64)
+			} else {
+				buf = append(buf, ',')
 			}
 			buf = append(buf, '\n')
 			bw.Write(buf)
@@ -130,22 +140,22 @@ func WriteSummaryCSV(w io.Writer, s *Summary) error {
 }
 
 // tableRows returns the rows of the human summary table: a header, then a
-// row per strategy.
+// row per strategy. Without an outage, the peak column is the peak of the
+// whole run.
 func tableRows(s *Summary) [][]string {
-	rows := [][]string{{"strategy", "attempts", "amplif.", "peak after outage", "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
+	peakHead := "peak after outage"
+	if len(s.Outages) == 0 {
+		peakHead = "peak load"
+	}
+	rows := [][]string{{"strategy", "attempts", "amplif.", peakHead, "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		peak := Count(st.PeakLoad)
-		if st.PeakLoadRatio != nil {
-			peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
-		}
-		peak += " at " + Seconds(&st.PeakAtS, "")
 		rows = append(rows, []string{
 			st.Name,
 			Count(st.Attempts),
 			Decimal(st.Amplification) + "x",
-			peak,
-			Seconds(st.RecoveryTimeS, "never"),
+			PeakText(st),
+			RecoveryText(s, st),
 			Seconds(st.DrainTimeS, "unfinished"),
 			Seconds(st.CompletionTimeS, "unfinished"),
 			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Decimal(100*st.DeliveredRatio)),
@@ -156,6 +166,37 @@ func tableRows(s *Summary) [][]string {
 		})
 	}
 	return rows
+}
+
+// PeakText says a strategy's peak load: "2,065 (1.03x) at 36s", or
+// "none" when no attempt came after the outage.
+func PeakText(st *StrategySummary) string {
+	if st.PeakLoad == 0 {
+		return "none"
+	}
+	peak := Count(st.PeakLoad)
+	if st.PeakLoadRatio != nil {
+		peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
+	}
+	return peak + " at " + Seconds(&st.PeakAtS, "")
+}
+
+// RecoveryText says a strategy's recovery: a time, "never", or "nothing
+// left" when it had given up or delivered everything by the end of the
+// outage (a 0 s that is no speed); with runs that differ, how many
+// recovered and how many left nothing.
+func RecoveryText(s *Summary, st *StrategySummary) string {
+	switch st.Recovery {
+	case NothingLeft:
+		return "nothing left"
+	case Mixed:
+		text := Seconds(st.RecoveryTimeS, "never") + fmt.Sprintf(" (%d of %d runs", st.RecoveredRuns-st.NothingLeftRuns, s.Runs)
+		if st.NothingLeftRuns > 0 {
+			text += fmt.Sprintf("; %d left nothing", st.NothingLeftRuns)
+		}
+		return text + ")"
+	}
+	return Seconds(st.RecoveryTimeS, "never")
 }
 
 // WriteTable writes the summary as an aligned text table, for a terminal.

@@ -60,6 +60,7 @@ var Figures = []string{
 	"latency_s.mean", "latency_s.p50", "latency_s.p90", "latency_s.p99", "latency_s.max",
 	"processed", "wasted_work", "short_circuited", "rejected", "throttled", "timed_out",
 	"responses_lost", "replayed", "recovered_runs",
+	"backlog_at_outage_end", "dead_lettered_in_outage", "nothing_left_runs",
 	"dead_lettered_by.not_retryable", "dead_lettered_by.max_attempts",
 	"dead_lettered_by.max_elapsed", "dead_lettered_by.budget",
 }

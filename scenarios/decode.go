@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -12,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	goyaml "github.com/goccy/go-yaml"
+	goyamlparser "github.com/goccy/go-yaml/parser"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -55,6 +58,7 @@ type decoder struct {
 	where map[string]pos
 	nodes int
 	more  bool // more than maxErrors problems
+	bomb  bool // more than maxNodes nodes: that is the only problem reported
 }
 
 // nodeDecoder is implemented by types that decode themselves from a node
@@ -86,6 +90,9 @@ func (d *decoder) failAt(n *yaml.Node, path, format string, args ...any) {
 // add records a problem; past maxErrors it only notes that there are
 // more.
 func (d *decoder) add(e *Error) {
+	if d.bomb {
+		return // past the node limit, the rest says nothing
+	}
 	if len(d.errs) < maxErrors {
 		d.errs = append(d.errs, e)
 	} else {
@@ -120,8 +127,15 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {
-			d.failAt(n, path, "too many YAML nodes (more than %d, aliases expanded)", maxNodes)
+			// The cause of everything else: reported alone.
+			d.errs, d.more = nil, false
+			d.failAt(n, path, "too many YAML nodes (more than %d, aliases expanded): a scenario is a page of YAML", maxNodes)
+			d.bomb = true
 		}
+		return
+	}
+	if n.Style&yaml.TaggedStyle != 0 {
+		d.failAt(n, path, "YAML tags such as %s are not supported: write the value alone", n.Tag)
 		return
 	}
 	if n.Kind == yaml.AliasNode {
@@ -155,7 +169,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			v.SetString(n.Value)
 		}
 	case reflect.Bool:
-		if !d.scalar(n, path, "true or false") {
+		if !d.scalar(n, path, "true or false") || !d.unquoted(n, path, "true or false") {
 			return
 		}
 		switch n.Value {
@@ -171,7 +185,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 			v.SetInt(i)
 		}
 	case reflect.Uint64:
-		if !d.scalar(n, path, "a non-negative integer") {
+		if !d.scalar(n, path, "a non-negative integer") || !d.unquoted(n, path, "a non-negative integer") {
 			return
 		}
 		u, err := strconv.ParseUint(strings.ReplaceAll(n.Value, "_", ""), 0, 64)
@@ -181,7 +195,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 		}
 		v.SetUint(u)
 	case reflect.Float64:
-		if !d.scalar(n, path, "a number") {
+		if !d.scalar(n, path, "a number") || !d.unquoted(n, path, "a number") {
 			return
 		}
 		f, err := strconv.ParseFloat(strings.ReplaceAll(n.Value, "_", ""), 64)
@@ -209,10 +223,21 @@ func (d *decoder) scalar(n *yaml.Node, path, want string) bool {
 	return true
 }
 
+// unquoted reports whether the scalar n is written without quotes, and
+// records an error otherwise: "100" is a string in YAML, and a number
+// that is a string is a mistake somewhere.
+func (d *decoder) unquoted(n *yaml.Node, path, want string) bool {
+	if n.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		d.failAt(n, path, "want %s, got the quoted string %q: write it without quotes", want, n.Value)
+		return false
+	}
+	return true
+}
+
 // integer parses an integer, accepting 50_000 and integral floats such as
 // 1e6.
 func (d *decoder) integer(n *yaml.Node, path string) (int64, bool) {
-	if !d.scalar(n, path, "an integer") {
+	if !d.scalar(n, path, "an integer") || !d.unquoted(n, path, "an integer") {
 		return 0, false
 	}
 	s := strings.ReplaceAll(n.Value, "_", "")
@@ -239,14 +264,26 @@ func (d *decoder) duration(n *yaml.Node, v reflect.Value, path string) {
 	v.SetInt(int64(dur))
 }
 
-// parseDuration parses a Go duration string; a bare 0 is allowed.
+// MaxDuration is the longest duration a scenario field takes: ten
+// years. Sums of a few such durations (an outage's start and length, a
+// wait after the end of the horizon) cannot overflow a time.Duration.
+const MaxDuration = 10 * 365 * 24 * time.Hour
+
+// durationForm matches what time.ParseDuration reads, whatever the size.
+var durationForm = regexp.MustCompile(`^[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|μs|ms|s|m|h))+$`)
+
+// parseDuration parses a Go duration string of at most MaxDuration either
+// way; a bare 0 is allowed.
 func parseDuration(s string) (time.Duration, error) {
 	if s == "0" {
 		return 0, nil
 	}
 	dur, err := time.ParseDuration(s)
-	if err != nil {
+	if err != nil && !durationForm.MatchString(s) {
 		return 0, fmt.Errorf("want a duration such as 250ms, 30s or 2h, got %q", s)
+	}
+	if err != nil || dur > MaxDuration || dur < -MaxDuration { // well formed, so too long
+		return 0, fmt.Errorf("%q is longer than 10 years (87600h), the most a scenario's durations take", s)
 	}
 	return dur, nil
 }
@@ -368,8 +405,13 @@ func kindName(n *yaml.Node) string {
 // yamlLine finds the line number in a yaml.v3 syntax error.
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// syntaxError converts a yaml.v3 parse error into an Error.
-func syntaxError(file string, err error) *Error {
+// syntaxError converts a yaml.v3 parse error of data into an Error at the
+// place of the mistake. yaml.v3 names only a line, and often the line of
+// the enclosing block rather than of the mistake, so the position (and
+// then the words) come from a second parser, go-yaml's, which names the
+// line and column of the offending token; where it finds no mistake,
+// yaml.v3's line is kept, at its first non-blank column.
+func syntaxError(file string, err error, data []byte) *Error {
 	msg := err.Error()
 	line := 1
 	if m := yamlLine.FindStringSubmatch(msg); m != nil {
@@ -378,5 +420,35 @@ func syntaxError(file string, err error) *Error {
 	} else {
 		msg = strings.TrimPrefix(msg, "yaml: ")
 	}
-	return &Error{File: file, Line: line, Col: 1, Msg: "not valid YAML: " + msg}
+	e := &Error{File: file, Line: line, Col: firstColumn(data, line), Msg: "not valid YAML: " + msg}
+	if _, gerr := goyamlparser.ParseBytes(data, 0); gerr != nil {
+		var ge goyaml.Error
+		if errors.As(gerr, &ge) && ge.GetToken() != nil && ge.GetToken().Position != nil && ge.GetToken().Position.Line > 0 {
+			p := ge.GetToken().Position
+			e.Line, e.Col = p.Line, max(p.Column, 1)
+			e.Msg = "not valid YAML: " + strings.ReplaceAll(ge.GetMessage(), "\t", `\t`)
+		}
+	}
+	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
+		// An alias to no anchor: find where it is used.
+		if at := bytes.Index(data, []byte("*"+m[1])); at >= 0 {
+			e.Line = bytes.Count(data[:at], []byte("\n")) + 1
+			e.Col = at - bytes.LastIndexByte(data[:at], '\n')
+		}
+	}
+	return e
+}
+
+// unknownAnchor matches yaml.v3's error for an alias without an anchor.
+var unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
+
+// firstColumn returns the column of the first non-blank character of
+// line in data, 1 if there is none.
+func firstColumn(data []byte, line int) int {
+	lines := bytes.Split(data, []byte("\n"))
+	if line < 1 || line > len(lines) {
+		return 1
+	}
+	l := lines[line-1]
+	return len(l) - len(bytes.TrimLeft(l, " \t")) + 1
 }

@@ -15,52 +15,69 @@ type LintRule struct {
 	ID   string // stable: HL001 ...
 	Name string // short, such as fixed-delay
 	Doc  string // what the rule flags and why
+	// Error marks a rule whose findings are errors, not warnings: `check`
+	// fails on them without --strict, and a scenario cannot silence them.
+	Error bool
+}
+
+// Severity returns "error" or "warning".
+func (r LintRule) Severity() string {
+	if r.Error {
+		return "error"
+	}
+	return "warning"
 }
 
 // The lint rules, by id. Their order in LintRules is their id order.
 var (
-	ruleFixedDelay = LintRule{"HL001", "fixed-delay",
-		"A fixed delay (backoff kind fixed, no jitter) in a fleet that can have more than one attempt in " +
-			"flight: more than one request, and more than one sender or a sender without a worker limit " +
-			"(workload.senders x workload.workers, bounded by workload.requests, above 1). This is the " +
-			"article's anti-pattern (section 3): the requests that fail together retry together, so the " +
-			"spike keeps its shape and is shifted forward in time intact, again and again."}
-	ruleExponentialNoJitter = LintRule{"HL002", "exponential-no-jitter",
-		"Backoff kind exponential (no jitter) in such a fleet: the waits grow, but requests that failed " +
-			"together still wait exactly as long and retry in lockstep (article section 4; the AWS " +
-			"Architecture Blog's \"Exponential Backoff And Jitter\")."}
-	ruleCapNotAboveBase = LintRule{"HL003", "cap-not-above-base",
-		"A backoff with base and cap (exponential, full-jitter, equal-jitter, proportional-jitter, " +
-			"decorrelated-jitter, decorrelated-jitter-v2) whose cap is not above its base: the wait never " +
-			"grows past the first, however long the outage lasts, so the backoff does not back off " +
-			"(article section 2). Validation already rejects cap < base; this flags cap == base."}
-	ruleNoLimit = LintRule{"HL004", "no-limit",
-		"A strategy without max_attempts, max_elapsed or a retry budget: a request that keeps failing is " +
-			"retried forever and never reaches the dead-letter queue (article section 10: algorithms must " +
-			"have limits)."}
-	ruleRetryAfterUncapped = LintRule{"HL005", "retry-after-uncapped",
-		"Retry-After honored (mode honor or max) with a cap above 1h: a hostile or mistaken header, " +
-			"such as an HTTP-date days ahead, parks a request for as long as the cap allows (article " +
-			"section 9). herdlab's default cap is 5m."}
-	ruleBeyondMaxElapsed = LintRule{"HL006", "beyond-max-elapsed",
-		"max_elapsed set with max_attempts > 1, where the worst case of all max_attempts attempts takes " +
-			"longer than max_elapsed: N attempt timeouts plus, before each retry k = 0..N-2, the largest " +
-			"wait the backoff can draw (fixed: delay; exponential, full-jitter, equal-jitter: " +
-			"min(cap, base*multiplier^k); proportional-jitter: min(cap, t*(1+jitter)) with t that value; " +
-			"decorrelated-jitter: min(cap, base*3^(k+1)); decorrelated-jitter-v2: cap; none: 0). The later " +
-			"attempts then need not happen, so max_attempts is not the real limit and a reader of the " +
-			"scenario is misled (article section 10: 8 retries over 24 hours; cenkalti/backoff's " +
-			"MaxElapsedTime stops a loop whatever its attempt count)."}
-	ruleBreakerShorterThanBackoff = LintRule{"HL007", "breaker-shorter-than-backoff",
-		"A circuit breaker whose open_for is shorter than one backoff step (the first wait: the fixed " +
-			"delay, or base for the kinds with a base): its open period is over before the first retry " +
-			"comes back, so the retries find it half-open or closed again and it adds no spacing beyond the " +
-			"backoff's; it barely shields the destination (article section 8: open for 15 minutes)."}
-	ruleManyAttemptsNoBudget = LintRule{"HL008", "many-attempts-no-budget",
-		"max_attempts above 5 without a retry budget: under overload every request makes every attempt, " +
-			"so each extra attempt multiplies the load on a server that is already failing. gRPC treats " +
-			"maxAttempts above 5 as 5 (gRFC A6) and throttles retries with a token budget, as the AWS SDKs " +
-			"do with their retry quota."}
+	ruleFixedDelay = LintRule{ID: "HL001", Name: "fixed-delay", Doc: "A fixed delay (backoff kind fixed, no jitter) in a fleet that can have more than one attempt in " +
+		"flight: more than one request, and more than one sender or a sender without a worker limit " +
+		"(workload.senders x workload.workers, bounded by workload.requests, above 1). This is the " +
+		"article's anti-pattern (section 3): the requests that fail together retry together, so the " +
+		"spike keeps its shape and is shifted forward in time intact, again and again."}
+	ruleExponentialNoJitter = LintRule{ID: "HL002", Name: "exponential-no-jitter", Doc: "Backoff kind exponential (no jitter) in such a fleet: the waits grow, but requests that failed " +
+		"together still wait exactly as long and retry in lockstep (article section 4; the AWS " +
+		"Architecture Blog's \"Exponential Backoff And Jitter\")."}
+	ruleCapNotAboveBase = LintRule{ID: "HL003", Name: "cap-not-above-base", Doc: "A backoff with base and cap (exponential, full-jitter, equal-jitter, proportional-jitter, " +
+		"decorrelated-jitter, decorrelated-jitter-v2) whose cap is not above its base: the wait never " +
+		"grows past the first, however long the outage lasts, so the backoff does not back off " +
+		"(article section 2). Validation already rejects cap < base; this flags cap == base."}
+	ruleNoLimit = LintRule{ID: "HL004", Name: "no-limit", Doc: "A strategy without max_attempts, max_elapsed or a retry budget: a request that keeps failing is " +
+		"retried forever and never reaches the dead-letter queue (article section 10: algorithms must " +
+		"have limits)."}
+	ruleRetryAfterUncapped = LintRule{ID: "HL005", Name: "retry-after-uncapped", Doc: "Retry-After honored (mode honor or max) with a cap above 1h: a hostile or mistaken header, " +
+		"such as an HTTP-date days ahead, parks a request for as long as the cap allows (article " +
+		"section 9). herdlab's default cap is 5m."}
+	ruleBeyondMaxElapsed = LintRule{ID: "HL006", Name: "beyond-max-elapsed", Doc: "max_elapsed set with max_attempts > 1, where the worst case of all max_attempts attempts takes " +
+		"longer than max_elapsed: N attempt timeouts plus, before each retry k = 0..N-2, the largest " +
+		"wait the backoff can draw (fixed: delay; exponential, full-jitter, equal-jitter: " +
+		"min(cap, base*multiplier^k); proportional-jitter: min(cap, t*(1+jitter)) with t that value; " +
+		"decorrelated-jitter: min(cap, base*3^(k+1)); decorrelated-jitter-v2: cap; none: 0). The later " +
+		"attempts then need not happen, so max_attempts is not the real limit and a reader of the " +
+		"scenario is misled (article section 10: 8 retries over 24 hours; cenkalti/backoff's " +
+		"MaxElapsedTime stops a loop whatever its attempt count)."}
+	ruleBreakerShorterThanBackoff = LintRule{ID: "HL007", Name: "breaker-shorter-than-backoff", Doc: "A circuit breaker whose open_for is shorter than one backoff step (the first wait: the fixed " +
+		"delay, or base for the kinds with a base): its open period is over before the first retry " +
+		"comes back, so the retries find it half-open or closed again and it adds no spacing beyond the " +
+		"backoff's; it barely shields the destination (article section 8: open for 15 minutes)."}
+	ruleManyAttemptsNoBudget = LintRule{ID: "HL008", Name: "many-attempts-no-budget", Doc: "max_attempts above 5 without a retry budget: under overload every request makes every attempt, " +
+		"so each extra attempt multiplies the load on a server that is already failing. gRPC treats " +
+		"maxAttempts above 5 as 5 (gRFC A6) and throttles retries with a token budget, as the AWS SDKs " +
+		"do with their retry quota."}
+	ruleRetrySpin = LintRule{ID: "HL009", Name: "retry-spin", Error: true,
+		Doc: "Retries that never really wait: a backoff whose longest wait, with the network's round trip " +
+			"(twice the mean latency), is under 1ms (none; fixed with a tiny delay; a cap under 1ms) with no " +
+			"retry budget and unlimited attempts or more than 1,000. A " +
+			"request that fails fast (refused, 503) is sent again thousands of times a second for as long as " +
+			"the outage lasts: no client should do it, and the run takes hours or days (it stops at the event " +
+			"budget, --max-events). An error, not a warning."}
+)
+
+// spinWait is the longest wait below which HL009 calls retries a spin,
+// and spinAttempts the attempts beyond which it does.
+const (
+	spinWait     = time.Millisecond
+	spinAttempts = 1000
 )
 
 // LintRules lists every lint rule, in id order.
@@ -73,6 +90,7 @@ var LintRules = []LintRule{
 	ruleBeyondMaxElapsed,
 	ruleBreakerShorterThanBackoff,
 	ruleManyAttemptsNoBudget,
+	ruleRetrySpin,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.
@@ -126,6 +144,12 @@ func Lint(s *Scenario) []Finding {
 			Msg: fmt.Sprintf(format, args...), Silenced: silenced[r.ID]})
 	}
 	inFlight, fleet := s.Workload.inFlight()
+	// An attempt takes at least a round trip of the network: retries
+	// wait that long whatever their backoff.
+	var roundTrip time.Duration
+	if l := s.Network.Latency; l != nil {
+		roundTrip = 2 * l.MeanValue()
+	}
 	herd := inFlight != 1
 	for i, st := range s.Strategies {
 		path := fmt.Sprintf("strategies[%d]", i)
@@ -172,6 +196,17 @@ func Lint(s *Scenario) []Finding {
 						"longer than the backoff's waits (the article's is 15m), or silence HL007 with a reason",
 					br.OpenFor, b.Kind, first)
 			}
+		}
+		if longest := b.longestWait() + roundTrip; longest < spinWait && st.Budget == nil && (st.MaxAttempts == 0 || st.MaxAttempts > spinAttempts) {
+			attempts := "unlimited attempts"
+			if st.MaxAttempts > 0 {
+				attempts = "max_attempts " + count(st.MaxAttempts)
+			}
+			add(ruleRetrySpin, path+".backoff",
+				"%s waits at most %s between attempts (with the network's round trip), with %s and no budget: a request that fails fast is sent again "+
+					"and again without pause for as long as the outage lasts, and the run may stop at its event budget "+
+					"(--max-events); wait at least %s (a backoff with a cap of seconds), or allow at most %s attempts",
+				b.Kind, longest, attempts, spinWait, count(spinAttempts))
 		}
 		if st.MaxAttempts > 5 && st.Budget == nil {
 			add(ruleManyAttemptsNoBudget, path+".max_attempts",
@@ -302,6 +337,18 @@ func (b Backoff) firstStep() time.Duration {
 		return b.Delay
 	case b.hasBase():
 		return b.Base
+	}
+	return 0
+}
+
+// longestWait returns the longest wait the backoff can ever draw: the
+// delay of fixed, the cap of the kinds with a cap, 0 for none.
+func (b Backoff) longestWait() time.Duration {
+	switch {
+	case b.Kind == BackoffFixed:
+		return b.Delay
+	case b.hasBase():
+		return b.Cap
 	}
 	return 0
 }

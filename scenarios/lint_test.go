@@ -165,6 +165,29 @@ var lintSteps = map[string][]lintStep{
 		{"6 attempts with a budget", oneRequest,
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 6", "budget: {kind: quota}"}, nil},
 	},
+	"HL009": {
+		{"a fixed 1ns delay, unlimited attempts", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 1ns}"},
+			[]string{"HL004 strategies[0] 4:5", "HL009 strategies[0].backoff 5:14"}},
+		{"no backoff, 2^31-1 attempts", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 2147483647"},
+			[]string{"HL009 strategies[0].backoff 5:14", "HL008 strategies[0].max_attempts 6:19"}},
+		{"no backoff, 1,000 attempts: a bound", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 1000", "budget: {kind: tokens}"}, nil},
+		{"no backoff, 1,001 attempts", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 1001", "budget: {kind: tokens}"}, nil},
+		{"no backoff, 1,001 attempts, no budget", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 1001"},
+			[]string{"HL009 strategies[0].backoff 5:14", "HL008 strategies[0].max_attempts 6:19"}},
+		{"a cap under 1ms", oneRequest,
+			[]string{"backoff: {kind: full-jitter, base: 100us, cap: 900us}"},
+			[]string{"HL004 strategies[0] 4:5", "HL009 strategies[0].backoff 5:14"}},
+		{"a 1ms fixed delay", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 1ms}"},
+			[]string{"HL004 strategies[0] 4:5"}},
+		{"unlimited attempts with a budget", oneRequest,
+			[]string{"backoff: {kind: fixed, delay: 1ns}", "budget: {kind: quota}"}, nil},
+	},
 	"order": {
 		{"two rules on one field, by rule id", oneRequest,
 			[]string{"backoff: {kind: fixed, delay: 5s}", "max_attempts: 6", "max_elapsed: 1s"},
@@ -232,7 +255,7 @@ func TestLintRules(t *testing.T) {
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
 		assert.NotEmpty(t, lintSteps[r.ID], "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 8)
+	assert.Len(t, LintRules, 9)
 }
 
 func TestLintMessages(t *testing.T) {
@@ -468,4 +491,25 @@ lint:
 	}
 	// Output:
 	// webhooks.yaml:5:14: strategies[0].backoff: HL001 fixed-delay: fixed 5s delay, 800 requests, one sender each: the requests that fail together retry together 5s later, the same spike each time; use full-jitter or equal-jitter, or silence HL001 with a reason (silenced: the article's anti-pattern shown on purpose)
+}
+
+// TestRetrySpinCountsTheNetwork: with a network between them, an attempt
+// takes a round trip however short its backoff: no spin (the AWS study's
+// clients retry at once, but 10 ms apart).
+func TestRetrySpinCountsTheNetwork(t *testing.T) {
+	data := lintYAML(oneRequest, "backoff: {kind: none}", "max_attempts: 2000") + "network: {latency: 5ms}\n"
+	s, err := Parse("x.yaml", []byte(data))
+	require.NoError(t, err)
+	var rules []string
+	for _, f := range Lint(s) {
+		rules = append(rules, f.Rule.ID)
+	}
+	assert.Equal(t, []string{"HL008"}, rules)
+
+	s.Network.Latency.Mean = 400 * time.Microsecond // an 800 µs round trip
+	rules = rules[:0]
+	for _, f := range Lint(s) {
+		rules = append(rules, f.Rule.ID)
+	}
+	assert.Equal(t, []string{"HL009", "HL008"}, rules)
 }

@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,11 @@ import (
 // Load reads, decodes and validates the scenario file at path. On failure
 // the error joins one *Error per problem found, each naming the file, line,
 // column and field path; every problem is reported, not only the first.
-func Load(path string) (*Scenario, error) {
+func Load(path string) (*Scenario, error) { return LoadContext(context.Background(), path) }
+
+// LoadContext is Load, stopped by ctx: checking the points of a large
+// sweep takes a while. It returns ctx's error once ctx is done.
+func LoadContext(ctx context.Context, path string) (*Scenario, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, &Error{File: path, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot read: %v", errors.Unwrap(err))}
@@ -27,13 +32,18 @@ func Load(path string) (*Scenario, error) {
 	if err != nil {
 		return nil, &Error{File: path, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot read: %v", err)}
 	}
-	return Parse(path, data)
+	return ParseContext(ctx, path, data)
 }
 
 // Parse decodes and validates a scenario from data, naming it file in
 // errors. A scenario without a name takes the file's base name without
 // its extension.
 func Parse(file string, data []byte) (*Scenario, error) {
+	return ParseContext(context.Background(), file, data)
+}
+
+// ParseContext is Parse, stopped by ctx (see LoadContext).
+func ParseContext(ctx context.Context, file string, data []byte) (*Scenario, error) {
 	fail := func(line int, format string, args ...any) (*Scenario, error) {
 		return nil, &Error{File: file, Line: line, Col: 1, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -49,13 +59,13 @@ func Parse(file string, data []byte) (*Scenario, error) {
 		if errors.Is(err, io.EOF) {
 			return fail(1, "file holds no YAML document")
 		}
-		return nil, pathHint(syntaxError(file, err), data)
+		return nil, pathHint(syntaxError(file, err, data), data)
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		line := extra.Line
 		if err != nil {
-			return nil, syntaxError(file, err)
+			return nil, syntaxError(file, err, data)
 		}
 		return fail(line, "more than one YAML document: a file holds one scenario")
 	}
@@ -74,7 +84,7 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	if s.Sweep != nil {
 		// Every point of the sweep must build too. build never gets
 		// here: the points have no sweep.
-		if err := s.checkPoints(); err != nil {
+		if err := s.checkPoints(ctx); err != nil {
 			return nil, err
 		}
 	}
@@ -112,8 +122,10 @@ var flowPath = regexp.MustCompile(`\{[^}]*\bpath:\s*[^"'\s][^,}\s]*\[`)
 func pathHint(e *Error, data []byte) *Error {
 	lines := bytes.Split(data, []byte("\n"))
 	for line := e.Line; line <= e.Line+1 && line <= len(lines); line++ {
-		if flowPath.Match(lines[line-1]) {
-			e.Line = line
+		if loc := flowPath.FindIndex(lines[line-1]); loc != nil {
+			if line != e.Line {
+				e.Line, e.Col = line, loc[1] // the [
+			}
 			e.Msg += ` (in a { } mapping, quote a path with [ ], as in {path: "strategies[0].timeout", values: [1s, 2s]})`
 			break
 		}

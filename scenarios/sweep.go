@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -732,12 +733,29 @@ func elements(n int) string {
 // more), each after the settings that cause it, such as
 // `server.outages[0].duration=-5s: FILE:LINE:COL: server.outages[0].duration: must be > 0, got -5s`.
 func (s *Scenario) Points(vary []Vary) ([]Point, error) {
-	points, probs, err := s.points(vary)
+	var points []Point
+	err := s.EachPoint(context.Background(), vary, func(pt Point) error {
+		points = append(points, pt)
+		return nil
+	})
 	if err != nil {
 		return nil, err
 	}
+	return points, nil
+}
+
+// EachPoint builds the points of a sweep over vary one at a time, in the
+// order of Points, and calls fn with each, keeping none: a sweep of
+// 10,000 points holds one at a time. It fails as Points does (after
+// calling fn with the points before the first bad one), with fn's first
+// error, or with ctx's once it is done.
+func (s *Scenario) EachPoint(ctx context.Context, vary []Vary, fn func(Point) error) error {
+	probs, err := s.points(ctx, vary, fn)
+	if err != nil {
+		return err
+	}
 	if len(probs) == 0 {
-		return points, nil
+		return nil
 	}
 	var errs []error
 	for i, pr := range probs {
@@ -751,7 +769,7 @@ func (s *Scenario) Points(vary []Vary) ([]Point, error) {
 			errs = append(errs, pr.err)
 		}
 	}
-	return nil, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // pointProblem is one distinct problem of a sweep's points.
@@ -798,12 +816,13 @@ func (pr *pointProblem) settings(vary []Vary) (prefix string, only int) {
 	return fmt.Sprintf("%s (and %d more %s)", strings.Join(all, ", "), pr.count-1, more), -1
 }
 
-// points builds every point of a sweep over vary. err is a problem with
-// vary itself; probs are the distinct problems of the points, in the
-// order first found.
-func (s *Scenario) points(vary []Vary) (points []Point, probs []*pointProblem, err error) {
+// points builds every point of a sweep over vary, one at a time, and
+// calls fn (when not nil) with each until one fails to build. err is a
+// problem with vary itself, fn's error or ctx's; probs are the distinct
+// problems of the points, in the order first found.
+func (s *Scenario) points(ctx context.Context, vary []Vary, fn func(Point) error) (probs []*pointProblem, err error) {
 	if s.src == nil {
-		return nil, nil, errNoSource
+		return nil, errNoSource
 	}
 	var errs []error
 	seen := map[string]bool{}
@@ -822,19 +841,24 @@ func (s *Scenario) points(vary []Vary) (points []Point, probs []*pointProblem, e
 		errs = append(errs, fmt.Errorf("%s points is too many (at most %d): ask for fewer values", n, maxPoints))
 	}
 	if len(errs) > 0 {
-		return nil, nil, errors.Join(errs...)
+		return nil, errors.Join(errs...)
 	}
 
 	byText := map[string]*pointProblem{}
 	at := make([]int, len(vary))
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		settings := make([]Setting, len(vary))
 		for i, v := range vary {
 			settings[i] = Setting{Path: v.Path, Value: v.Values[at[i]]}
 		}
 		sc, err := s.with(settings)
-		if err == nil {
-			points = append(points, Point{Settings: settings, Scenario: sc})
+		if err == nil && fn != nil && len(probs) == 0 {
+			if err := fn(Point{Settings: settings, Scenario: sc}); err != nil {
+				return nil, err
+			}
 		}
 		for _, e := range unjoinAll(err) {
 			text := e.Error()
@@ -854,7 +878,7 @@ func (s *Scenario) points(vary []Vary) (points []Point, probs []*pointProblem, e
 		var se *settingError
 		if errors.As(err, &se) {
 			// A path leads nowhere whatever the values: one point tells.
-			return nil, probs, nil
+			return probs, nil
 		}
 		i := len(at) - 1
 		for ; i >= 0; i-- {
@@ -867,18 +891,18 @@ func (s *Scenario) points(vary []Vary) (points []Point, probs []*pointProblem, e
 			break
 		}
 	}
-	if len(probs) > 0 {
-		points = nil
-	}
-	return points, probs, nil
+	return probs, nil
 }
 
 // checkPoints reports every distinct problem of the points of s's sweep,
 // placed at the vary entry that causes it, or at the sweep.
-func (s *Scenario) checkPoints() error {
+func (s *Scenario) checkPoints(ctx context.Context) error {
 	d := &decoder{file: s.src.file, where: s.src.where}
 	vary := s.Sweep.Vary
-	_, probs, err := s.points(vary)
+	probs, err := s.points(ctx, vary, nil)
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
 	if err != nil {
 		// Validate has reported these already; this is a safeguard.
 		for _, e := range unjoin(err) {

@@ -250,8 +250,8 @@ func TestWithChangesTheFieldAndNothingElse(t *testing.T) {
 		{"missing keys are added on the way", []Setting{{"strategies[expo].breaker.consecutive", "5"}}, func(s *Scenario) {
 			s.Strategies[1].Breaker = &Breaker{Consecutive: 5, OpenFor: 15 * time.Minute, Canaries: 1, MinCalls: 10}
 		}},
-		{"settings apply in turn", []Setting{{"workload.requests", "5"}, {"server.outages[0].start", "0s"}, {"workload.requests", "6"}}, func(s *Scenario) {
-			s.Workload.Requests = 6
+		{"settings apply in turn", []Setting{{"workload.requests", "500"}, {"server.outages[0].start", "0s"}, {"workload.requests", "600"}}, func(s *Scenario) {
+			s.Workload.Requests = 600
 			s.Server.Outages[0].Start = 0
 		}},
 		{"no setting", nil, func(*Scenario) {}},

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
 	"slices"
 	"sort"
@@ -63,20 +64,74 @@ func (p *problems) probability(path string, x float64) {
 
 var nameRE = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
 
+// Bounds on the sizes a scenario may ask for, beyond which a number is a
+// mistake (or an attack) rather than an experiment. What a run will need
+// in memory is estimated separately, before it runs (sim.Estimate).
+const (
+	// MaxNameLen is the longest scenario or strategy name: a name is a
+	// folder name, with room for what herdlab adds to it.
+	MaxNameLen = 200
+	// MaxCount bounds requests, senders, workers and max_attempts: the
+	// simulator numbers them in 32 bits.
+	MaxCount = math.MaxInt32
+	// MaxRuns bounds replications.
+	MaxRuns = 100_000
+	// MaxBuckets bounds the buckets of one run.
+	MaxBuckets = 1_000_000
+	// MinRate and MaxRate bound every rate, in requests per second.
+	MinRate, MaxRate = 1e-6, 1e9
+)
+
+// name checks a name.
+func (p *problems) name(path, name, what string) {
+	switch {
+	case len(name) > MaxNameLen:
+		p.add(path, "%d characters is too long (at most %d: it names %s)", len(name), MaxNameLen, what)
+	case !nameRE.MatchString(name):
+		p.add(path, "want letters, digits, '.', '_' or '-' (it names %s), got %q", what, name)
+	}
+}
+
+// count checks a count that may be 0, with what 0 means.
+func (p *problems) count(path string, n int, zero string) {
+	switch {
+	case n < 0:
+		p.add(path, "must be >= 1, or 0 for %s, got %d", zero, n)
+	case n > MaxCount:
+		p.add(path, "%d is more than the most herdlab counts (%d)", n, MaxCount)
+	}
+}
+
+// rate checks a rate in requests per second; zero tells whether 0 is
+// allowed.
+func (p *problems) rate(path string, r float64, zero bool) {
+	switch {
+	case r == 0 && zero:
+	case r <= 0:
+		p.add(path, "must be > 0 requests per second, got %v", r)
+	case r < MinRate || r > MaxRate:
+		p.add(path, "must be between %g and %g requests per second, got %v", MinRate, MaxRate, r)
+	}
+}
+
 // Validate reports every problem in s, each a *FieldError, joined with
 // errors.Join. It returns nil for a scenario that can be run.
 func (s *Scenario) Validate() error {
 	var p problems
-	if !nameRE.MatchString(s.Name) {
-		p.add("name", "want letters, digits, '.', '_' or '-' (it names the output folder), got %q", s.Name)
-	}
+	p.name("name", s.Name, "the output folder")
 	if s.Runs < 1 {
 		p.add("runs", "must be >= 1, got %d", s.Runs)
+	} else if s.Runs > MaxRuns {
+		p.add("runs", "%d replications is too many (at most %d)", s.Runs, MaxRuns)
 	}
 	p.positive("duration", s.Duration)
 	p.positive("bucket", s.Bucket)
-	if s.Bucket > 0 && s.Duration/s.Bucket > 10_000_000 {
-		p.add("bucket", "%s makes %d buckets over %s; at most 10,000,000", s.Bucket, s.Duration/s.Bucket, s.Duration)
+	switch {
+	case s.Bucket <= 0 || s.Duration <= 0:
+	case s.Bucket > s.Duration:
+		p.add("bucket", "%s is longer than the horizon (duration %s): a run would be less than one bucket", s.Bucket, s.Duration)
+	case (s.Duration+s.Bucket-1)/s.Bucket > MaxBuckets:
+		p.add("bucket", "%s makes %d buckets over %s; at most %d: use a wider bucket", s.Bucket, (s.Duration+s.Bucket-1)/s.Bucket, s.Duration, MaxBuckets)
 	}
 	s.Server.validate(&p)
 	for i, o := range s.Server.Outages {
@@ -93,9 +148,7 @@ func (s *Scenario) Validate() error {
 	}
 	if r := s.DLQ.Replay; r != nil {
 		p.nonNegative("dlq.replay.at", r.At)
-		if r.Rate <= 0 {
-			p.add("dlq.replay.rate", "must be > 0 requests per second, got %v", r.Rate)
-		}
+		p.rate("dlq.replay.rate", r.Rate, false)
 	}
 	if len(s.Strategies) == 0 {
 		p.add("strategies", "at least one strategy is needed")
@@ -106,12 +159,15 @@ func (s *Scenario) Validate() error {
 	silenced := map[string]bool{}
 	for i, sl := range s.Lint.Silence {
 		path := fmt.Sprintf("lint.silence[%d]", i)
-		if !slices.ContainsFunc(LintRules, func(r LintRule) bool { return r.ID == sl.Rule }) {
+		k := slices.IndexFunc(LintRules, func(r LintRule) bool { return r.ID == sl.Rule })
+		if k < 0 {
 			ids := make([]string, len(LintRules))
 			for k, r := range LintRules {
 				ids[k] = r.ID
 			}
 			p.add(path+".rule", "unknown rule %q (want one of %s)", sl.Rule, strings.Join(ids, ", "))
+		} else if LintRules[k].Error {
+			p.add(path+".rule", "%s %s finds errors, which cannot be silenced: change the setting", sl.Rule, LintRules[k].Name)
 		} else if silenced[sl.Rule] {
 			p.add(path+".rule", "%s is silenced twice", sl.Rule)
 		}
@@ -145,6 +201,11 @@ func (s *Server) validate(p *problems) {
 	}
 	if s.Concurrency == 0 {
 		p.add("server.concurrency", "must be >= 1 or unlimited, got 0")
+	} else if s.Concurrency > MaxCount {
+		p.add("server.concurrency", "%d is more than the most herdlab counts (%d): write unlimited", s.Concurrency, MaxCount)
+	}
+	if s.Queue > MaxCount {
+		p.add("server.queue", "%d is more than the most herdlab counts (%d): write unlimited", s.Queue, MaxCount)
 	}
 	s.ServiceTime.validate(p, "server.service_time")
 	for i, o := range s.Outages {
@@ -165,11 +226,11 @@ func (s *Server) validate(p *problems) {
 		}
 	}
 	if r := s.RateLimit; r != nil {
-		if r.Rate <= 0 {
-			p.add("server.rate_limit.rate", "must be > 0 requests per second, got %v", r.Rate)
-		}
+		p.rate("server.rate_limit.rate", r.Rate, false)
 		if r.Burst < 1 {
 			p.add("server.rate_limit.burst", "must be >= 1, got %d", r.Burst)
+		} else if r.Burst > MaxCount {
+			p.add("server.rate_limit.burst", "%d is more than the most herdlab counts (%d)", r.Burst, MaxCount)
 		}
 		p.nonNegative("server.rate_limit.retry_after", time.Duration(r.RetryAfter))
 		if _, err := strategies.ParseRetryAfterFormat(r.Format); err != nil {
@@ -204,6 +265,8 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	a := w.Arrival
 	if w.Requests < 0 {
 		p.add("workload.requests", "must be >= 0, got %d", w.Requests)
+	} else if w.Requests > MaxCount {
+		p.add("workload.requests", "%d is more than the most herdlab counts (%d)", w.Requests, MaxCount)
 	}
 	if p.oneOf("workload.arrival.kind", a.Kind, Burst, Poisson, Uniform) {
 		switch a.Kind {
@@ -212,6 +275,8 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 		case Poisson:
 			if a.Rate < 0 || (a.Rate == 0 && len(a.Schedule) == 0) {
 				p.add("workload.arrival.rate", "must be > 0 requests per second (or 0 with a schedule), got %v", a.Rate)
+			} else {
+				p.rate("workload.arrival.rate", a.Rate, true)
 			}
 			for i, st := range a.Schedule {
 				path := fmt.Sprintf("workload.arrival.schedule[%d]", i)
@@ -220,6 +285,8 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 				}
 				if st.Rate < 0 {
 					p.add(path+".rate", "must be >= 0, got %v", st.Rate)
+				} else {
+					p.rate(path+".rate", st.Rate, true)
 				}
 			}
 		}
@@ -233,11 +300,15 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 			p.add("workload.requests", "must be >= 1 for %s arrivals, got %d", a.Kind, w.Requests)
 		}
 	}
-	if w.Senders < 0 {
-		p.add("workload.senders", "must be >= 1, or 0 for one sender per request, got %d", w.Senders)
-	}
-	if w.Workers < 0 {
-		p.add("workload.workers", "must be >= 1, or 0 for unlimited, got %d", w.Workers)
+	p.count("workload.senders", w.Senders, "one sender per request")
+	p.count("workload.workers", w.Workers, "unlimited")
+	if known := a.Kind != Poisson || w.Requests > 0; known && w.Requests >= 1 {
+		if w.Senders > w.Requests {
+			p.add("workload.senders", "%d senders for %d requests: a sender without a request sends nothing (0 means one sender per request)", w.Senders, w.Requests)
+		}
+		if w.Workers > w.Requests {
+			p.add("workload.workers", "%d workers a sender for %d requests: the pool can never fill (0 means unlimited)", w.Workers, w.Requests)
+		}
 	}
 	if w.Dispatch != "" && p.oneOf("workload.dispatch", w.Dispatch, DispatchDelayQueue, DispatchBlocking) && w.Dispatch == DispatchBlocking && w.Workers == 0 {
 		p.add("workload.dispatch", "blocking needs workers: without a pool there is nothing to block")
@@ -254,13 +325,9 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 }
 
 func (s *Strategy) validate(p *problems, path string) {
-	if !nameRE.MatchString(s.Name) {
-		p.add(path+".name", "want letters, digits, '.', '_' or '-', got %q", s.Name)
-	}
+	p.name(path+".name", s.Name, "the strategy in every output")
 	s.Backoff.validate(p, path+".backoff")
-	if s.MaxAttempts < 0 {
-		p.add(path+".max_attempts", "must be >= 1, or 0 for unlimited, got %d", s.MaxAttempts)
-	}
+	p.count(path+".max_attempts", s.MaxAttempts, "unlimited")
 	p.nonNegative(path+".max_elapsed", s.MaxElapsed)
 	p.positive(path+".timeout", s.Timeout)
 	outcomes(p, path+".retry_on", s.RetryOn)

@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 )
 
@@ -30,6 +32,12 @@ func (w *world) arrive() {
 	case scenarios.Burst:
 		for w.arrived < w.limit {
 			w.newRequest()
+			// A burst of millions is one event: it too must stop soon
+			// after its run is cancelled.
+			if w.arrived%checkEvery == 0 && w.ctx.Err() != nil {
+				w.failed = w.ctx.Err()
+				return
+			}
 		}
 	case scenarios.Uniform:
 		w.newRequest()
@@ -37,6 +45,11 @@ func (w *world) arrive() {
 			w.q.push(w.uniformAt(w.arrived), evArrival, 0, 0)
 		}
 	case scenarios.Poisson:
+		if w.arrived >= scenarios.MaxCount {
+			w.failed = fmt.Errorf("sim: strategy %s: the poisson arrivals made %s requests by t=%s, the most herdlab counts: set workload.requests to cap them",
+				w.run.Strategy, results.Count(float64(w.arrived)), w.now)
+			return
+		}
 		w.newRequest()
 		if w.limit >= 0 && w.arrived >= w.limit {
 			return

@@ -50,21 +50,35 @@ func newSampler(d *scenarios.Dist) sampler {
 }
 
 // sample draws one duration; it does not draw from r for the zero and
-// constant samplers.
+// constant samplers. A draw is at most maxSample: the tail of an
+// exponential or a lognormal reaches past what a Duration holds, and a
+// time so far beyond any horizon means "never" all the same.
 func (s sampler) sample(r *rand.Rand) time.Duration {
 	switch s.kind {
 	case sampleConstant:
 		return s.constant
 	case sampleExponential:
-		return time.Duration(r.ExpFloat64() * s.a)
+		return clampSample(r.ExpFloat64() * s.a)
 	case sampleUniform:
 		return time.Duration(s.a + r.Float64()*s.b)
 	case sampleLognormal:
-		return time.Duration(math.Exp(s.a + s.b*r.NormFloat64()))
+		return clampSample(math.Exp(s.a + s.b*r.NormFloat64()))
 	case sampleNormal:
-		return time.Duration(math.Abs(s.a + s.b*r.NormFloat64()))
+		return clampSample(math.Abs(s.a + s.b*r.NormFloat64()))
 	}
 	return 0
+}
+
+// maxSample is the longest duration a sampler draws: ten times the
+// longest a scenario field may be, so that now + a draw cannot overflow.
+const maxSample = 10 * scenarios.MaxDuration
+
+// clampSample converts ns nanoseconds to a Duration of at most maxSample.
+func clampSample(ns float64) time.Duration {
+	if ns >= float64(maxSample) {
+		return maxSample
+	}
+	return time.Duration(ns)
 }
 
 // zero reports whether the sampler always returns 0.

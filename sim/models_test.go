@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -1097,4 +1098,29 @@ func TestModelDrainWithoutOutage(t *testing.T) {
 	require.NotNil(t, run.Drain)
 	assert.Equal(t, 3*time.Second, *run.Completion, "five through two slots of 1 s")
 	assert.Equal(t, 3*time.Second, *run.Drain)
+}
+
+// TestSamplesNeverOverflow: the tails of the exponential and lognormal
+// reach past what a Duration holds; a draw stops at maxSample.
+func TestSamplesNeverOverflow(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	huge := newSampler(&scenarios.Dist{Kind: scenarios.Lognormal, Mean: scenarios.MaxDuration, StdDev: 20 * scenarios.MaxDuration})
+	expo := newSampler(&scenarios.Dist{Kind: scenarios.Exponential, Mean: scenarios.MaxDuration})
+	for range 10_000 {
+		for _, s := range []sampler{huge, expo} {
+			d := s.sample(r)
+			require.GreaterOrEqual(t, d, time.Duration(0))
+			require.LessOrEqual(t, d, maxSample)
+		}
+	}
+	assert.Equal(t, maxSample, clampSample(math.Inf(1)))
+	assert.Equal(t, maxSample, clampSample(1e300))
+}
+
+func TestMulDiv(t *testing.T) {
+	assert.Equal(t, 200*time.Millisecond, mulDiv(20*time.Second, 1, 100))
+	assert.Equal(t, 20*time.Second, mulDiv(20*time.Second, 100, 100))
+	long := 10 * scenarios.MaxDuration // d * 100 would overflow
+	assert.Equal(t, long, mulDiv(long, 100, 100))
+	assert.InDelta(t, float64(long)/2, float64(mulDiv(long, 50, 100)), 1e3)
 }

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -27,7 +26,25 @@ type Options struct {
 	// Progress, when set, is called from the runs' goroutines with units
 	// of work done; a run is ProgressUnits units.
 	Progress func(units int)
+	// MaxMemory bounds the memory the runs may take, in bytes, as Fit
+	// estimates it: fewer runs go at once if need be, and Run refuses a
+	// scenario whose one run at a time does not fit. 0 means no bound.
+	MaxMemory int64
+	// MaxEvents is the event budget of one run: a run that reaches it
+	// stops with an error (ErrEventBudget). 0 means DefaultMaxEvents.
+	MaxEvents int64
 }
+
+// bigWorld is the memory of a run (as Estimate counts it) from which its
+// world is collected as soon as it ends: a collection costs some
+// milliseconds, a run this big takes seconds.
+const bigWorld = 64 << 20
+
+// DefaultMaxEvents is the event budget of a run unless Options says
+// otherwise: about three minutes of simulation, two orders of magnitude
+// more than the largest shipped scenario takes (scenarios/million.yaml,
+// 9.3 million events).
+const DefaultMaxEvents = 1_000_000_000
 
 // ProgressUnits is the work of one run in Options.Progress.
 const ProgressUnits = 100
@@ -55,47 +72,71 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 			jobs = append(jobs, job{s, r})
 		}
 	}
-	runs := make([]*results.Run, len(jobs))
-	errs := make([]error, len(jobs))
-	parallel := opts.Parallel
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
+	parallel, err := Fit(sc, opts, opts.MaxMemory)
+	if err != nil {
+		return nil, err
 	}
+	// A finished run keeps its figures, time series and histogram, not
+	// its world; a big world is collected at once, before the next run
+	// allocates its own beside the garbage (which would double the
+	// peak memory of a scenario with several runs).
+	big := Estimate(sc, opts).PerRun >= bigWorld
+	// The first failure (or ctx) stops every run: it is the error.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	runs := make([]*results.Run, len(jobs))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(parallel, len(jobs)) {
 		wg.Go(func() {
 			for k := range next {
 				j := jobs[k]
-				runs[k], errs[k] = runOne(ctx, sc, strats[j.strategy], j.run, opts.Progress)
+				r, err := runOne(ctx, sc, strats[j.strategy], j.run, opts.Progress, opts.MaxEvents)
+				if big {
+					runtime.GC()
+				}
+				if err != nil {
+					stop(err)
+					continue
+				}
+				runs[k] = r
 			}
 		})
 	}
+feed:
 	for k := range jobs {
-		next <- k
+		select {
+		case next <- k:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(next)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := context.Cause(ctx); err != nil {
 		return nil, err
 	}
-
 	return &Result{Summary: Summary(sc, runs), Runs: runs}, nil
 }
 
 // RunOne simulates replication run of the strategy of sc at index
 // strategy, in the calling goroutine; it is one of the runs Run makes, and
 // gives the same result. progress, when not nil, is called with units of
-// work done, ProgressUnits in all. sc must be valid.
-func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int)) (*results.Run, error) {
+// work done, ProgressUnits in all. maxEvents is the run's event budget (0:
+// DefaultMaxEvents). sc must be valid.
+func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
 	if strategy < 0 || strategy >= len(sc.Strategies) || run < 0 {
 		return nil, fmt.Errorf("scenario %s has no strategy %d, run %d", sc.Name, strategy, run)
 	}
-	return runOne(ctx, sc, strategy, run, progress)
+	return runOne(ctx, sc, strategy, run, progress, maxEvents)
 }
 
-func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int)) (*results.Run, error) {
+func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
 	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
+	w.maxEvents = maxEvents
+	if w.maxEvents <= 0 {
+		w.maxEvents = DefaultMaxEvents
+	}
 	if progress != nil {
 		w.progress = progress
 		w.progressEvery = max(sc.Duration/ProgressUnits, 1)
@@ -106,7 +147,8 @@ func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 
 // Summary summarises the runs of a scenario: runs holds sc.Runs runs of
 // each strategy, strategy by strategy, as Run returns them (and as the
-// real-HTTP driver does).
+// real-HTTP driver does), of every strategy or only some. Each
+// strategy's Index is its place in sc.Strategies.
 func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 	summary := &results.Summary{
 		Scenario:    sc.Name,
@@ -124,8 +166,14 @@ func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 	if !math.IsInf(setup.Capacity, 1) {
 		summary.CapacityPerS = &setup.Capacity
 	}
+	if q := sc.Server.Queue; !q.Unlimited() {
+		limit := int64(q)
+		summary.QueueLimit = &limit
+	}
 	for i := 0; i+sc.Runs <= len(runs); i += sc.Runs {
-		summary.Strategies = append(summary.Strategies, Summarize(runs[i:i+sc.Runs], setup))
+		st := Summarize(runs[i:i+sc.Runs], setup)
+		st.Index = slices.IndexFunc(sc.Strategies, func(x scenarios.Strategy) bool { return x.Name == st.Name })
+		summary.Strategies = append(summary.Strategies, st)
 	}
 	return summary
 }
@@ -206,7 +254,11 @@ func SummarizeFigures(name string, figs []results.Figures) results.StrategySumma
 		if figs[i].RecoveryTimeS != nil {
 			s.RecoveredRuns++
 		}
+		if figs[i].NothingLeft() {
+			s.NothingLeftRuns++
+		}
 	}
+	s.Recovery = results.RecoveryOf(len(figs), s.RecoveredRuns, s.NothingLeftRuns)
 	if len(figs) == 1 {
 		s.Figures = figs[0]
 		return s
@@ -264,7 +316,25 @@ func aggregate(figs []results.Figures) (mean, ci results.Figures) {
 	plain(func(f *results.Figures) *float64 { return &f.Lost })
 	plain(func(f *results.Figures) *float64 { return &f.Replayed })
 	optional(func(f *results.Figures) **float64 { return &f.PeakLoadRatio })
-	optional(func(f *results.Figures) **float64 { return &f.RecoveryTimeS })
+	// Recovery is averaged over the runs that recovered from a backlog:
+	// the vacuous 0 s of a run that left nothing to recover is no speed
+	// (unless every run left nothing).
+	withBacklog := slices.DeleteFunc(slices.Clone(figs), func(f results.Figures) bool { return f.NothingLeft() })
+	if len(withBacklog) == 0 {
+		withBacklog = figs
+	}
+	var recovery []float64
+	for _, f := range withBacklog {
+		if f.RecoveryTimeS != nil {
+			recovery = append(recovery, *f.RecoveryTimeS)
+		}
+	}
+	if len(recovery) > 0 {
+		m, h := meanCI(recovery)
+		mean.RecoveryTimeS, ci.RecoveryTimeS = &m, &h
+	}
+	optional(func(f *results.Figures) **float64 { return &f.BacklogAtOutageEnd })
+	plain(func(f *results.Figures) *float64 { return &f.DeadLetteredInOutage })
 	optional(func(f *results.Figures) **float64 { return &f.DrainTimeS })
 	optional(func(f *results.Figures) **float64 { return &f.CompletionTimeS })
 

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -16,17 +17,18 @@ import (
 // The kinds of event. A response event's kind is evResponse plus the
 // outcome the sender sees.
 const (
-	evArrival  uint8 = iota // the workload creates its next request(s)
-	evTry                   // request a is ready for its next attempt
-	evAtServer              // attempt b of request a reaches the server
-	evServed                // the server finished serving attempt b of request a
-	evTimeout               // the sender of attempt b of request a gives up on it
-	evReplay                // the DLQ replay sends dead letter number a back
-	evWarmup                // capacity grew during a warmup: start queued work
-	evDeadline              // after everything else at this instant: the sender of attempt b of request a gives up
-	evOCCRead               // occ: attempt b of request a reads the row's version at the server
-	evOCCWrite              // occ: attempt b of request a, having read, sends its conditional write
-	evResponse              // + outcome: the answer to attempt b of request a reaches its sender
+	evArrival   uint8 = iota // the workload creates its next request(s)
+	evTry                    // request a is ready for its next attempt
+	evAtServer               // attempt b of request a reaches the server
+	evServed                 // the server finished serving attempt b of request a
+	evTimeout                // the sender of attempt b of request a gives up on it
+	evReplay                 // the DLQ replay sends dead letter number a back
+	evWarmup                 // capacity grew during a warmup: start queued work
+	evDeadline               // after everything else at this instant: the sender of attempt b of request a gives up
+	evOCCRead                // occ: attempt b of request a reads the row's version at the server
+	evOCCWrite               // occ: attempt b of request a, having read, sends its conditional write
+	evOutageEnd              // the last outage ends: what is left to recover is counted
+	evResponse               // + outcome: the answer to attempt b of request a reaches its sender
 )
 
 // retried marks an evTry that ends a backoff wait (b = retried), as
@@ -116,6 +118,11 @@ type world struct {
 	hintFormat strategies.RetryAfterFormat
 	outages    []scenarios.Outage
 
+	// the queue over the current bucket (see queueChange and sample)
+	queueAt   time.Duration // since when its length has not changed
+	queueArea float64       // the integral of its length from the bucket's start to queueAt: requests x ns
+	queueMax  int           // its longest since the bucket's start
+
 	// workload
 	arrived int // requests created so far
 	limit   int // requests to create, -1: no limit (poisson without a cap)
@@ -139,6 +146,10 @@ type world struct {
 	progress      func(int)
 	progressEvery time.Duration
 	progressNext  time.Duration
+
+	ctx       context.Context // the run's; simulate checks it every checkEvery events
+	maxEvents int64           // the event budget
+	failed    error           // stops the run at the next check
 }
 
 // ring is a FIFO of (request, attempt) pairs.
@@ -170,12 +181,18 @@ func (r *ring) pop() (a, b int32) {
 	return a, b
 }
 
-// maxEvents stops a run that would never end, and maxInstant one whose
-// clock stands still: retries at the same instant forever, say.
-const (
-	maxEvents  = 1 << 32
-	maxInstant = 1 << 26
-)
+// maxInstant stops a run whose clock stands still: retries at the same
+// instant forever, say. (Options.MaxEvents stops one that would take too
+// long.)
+const maxInstant = 1 << 26
+
+// checkEvery is how many events go by between two looks at the context
+// and the limits.
+const checkEvery = 1 << 16
+
+// ErrEventBudget is returned, wrapped, by a run that reached its event
+// budget (Options.MaxEvents).
+var ErrEventBudget = errors.New("sim: the run reached its event budget")
 
 // newWorld prepares run number run of strategy st.
 func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
@@ -246,6 +263,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	w.run = results.NewRun(st.Name, run, buckets)
+	w.run.QueueTracked = true
 	w.nextSample = sc.Bucket
 	return w
 }
@@ -253,6 +271,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 // simulate runs the world to its horizon and returns what it counted.
 func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 	start := time.Now()
+	w.ctx = ctx
 	w.scheduleWorkload()
 	if r := w.sc.DLQ.Replay; r != nil {
 		w.q.push(r.At, evReplay, -1, 0)
@@ -260,11 +279,17 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 	for _, o := range w.outages {
 		if wu := w.sc.Server.Warmup; wu.Duration > 0 {
 			for i := 1; i <= warmupSteps; i++ {
-				w.q.push(o.End()+wu.Duration*time.Duration(i)/warmupSteps, evWarmup, 0, 0)
+				w.q.push(o.End()+mulDiv(wu.Duration, int64(i), warmupSteps), evWarmup, 0, 0)
 			}
 		}
 	}
+	if len(w.outages) > 0 {
+		// Pushed first, it comes first among the events at that instant:
+		// it sees what the outage left.
+		w.q.push(w.lastOutageEnd, evOutageEnd, 0, 0)
+	}
 	var instant int64 // events at the current time
+	check := min(int64(checkEvery), w.maxEvents)
 	for {
 		e, ok := w.q.pop()
 		if !ok || e.at >= w.horizon {
@@ -279,13 +304,20 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 		w.advance(e.at)
 		w.handle(e)
 		w.events++
-		if w.events&0xffff == 0 {
+		if w.events >= check {
+			check = min(w.events+checkEvery, w.maxEvents)
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
-			if w.events >= maxEvents || instant >= maxInstant {
-				return nil, fmt.Errorf("sim: strategy %s made %d events by t=%s (%d at that instant): do retries never wait, or never stop?",
-					w.run.Strategy, w.events, w.now, instant)
+			switch {
+			case w.failed != nil:
+				return nil, w.failed
+			case w.events >= w.maxEvents:
+				return nil, fmt.Errorf("%w: strategy %s stopped after %s events, at t=%s of %s: raise --max-events if the scenario is this big; otherwise its retries never wait or never stop",
+					ErrEventBudget, w.run.Strategy, results.Count(float64(w.events)), w.now, w.horizon)
+			case instant >= maxInstant:
+				return nil, fmt.Errorf("sim: strategy %s made %s events at t=%s without the clock moving: its retries never wait (a zero delay, or no backoff, with unlimited attempts?)",
+					w.run.Strategy, results.Count(float64(instant)), w.now)
 			}
 		}
 	}
@@ -324,6 +356,15 @@ func (w *world) prefetchEvents(events []event) {
 // warmupSteps is how many times capacity grows during a warmup.
 const warmupSteps = 100
 
+// mulDiv returns d * a / b (a, b > 0) in integers where d * a fits, and
+// in floating point where it would overflow (a duration of years).
+func mulDiv(d time.Duration, a, b int64) time.Duration {
+	if d <= math.MaxInt64/time.Duration(a) {
+		return d * time.Duration(a) / time.Duration(b)
+	}
+	return time.Duration(float64(d) * float64(a) / float64(b))
+}
+
 // advance moves the clock to t, sampling the queue at every bucket end
 // passed.
 func (w *world) advance(t time.Duration) {
@@ -341,14 +382,20 @@ func (w *world) advance(t time.Duration) {
 	w.now = t
 }
 
-// sample records the queues at the end of the current bucket and moves
-// to the next bucket.
+// sample records the queues at the end of the current bucket, and the
+// server queue's longest and mean length over it, and moves to the next
+// bucket.
 func (w *world) sample() {
 	b := &w.run.Series[w.sampled]
 	b.Queue = int64(w.queue.len())
 	b.InFlight = int64(w.busy)
 	b.DLQ = int64(w.dlqDepth)
 	b.Delayed = int64(w.delayed)
+	// A last bucket cut short by the horizon ends there.
+	start, end := w.nextSample-w.bucket, min(w.nextSample, w.horizon)
+	b.QueueMax = int64(w.queueMax)
+	b.QueueMean = (w.queueArea + float64(w.queue.len())*float64(end-w.queueAt)) / float64(end-start)
+	w.queueAt, w.queueArea, w.queueMax = end, 0, w.queue.len()
 	w.sampled++
 	w.nextSample += w.bucket
 }
@@ -389,6 +436,10 @@ func (w *world) handle(e event) {
 		w.q.push(w.now+w.latency.sample(w.rNet)+w.latency.sample(w.rNet), evOCCWrite, e.a, e.b)
 	case evOCCWrite:
 		w.occWrite(e.a, e.b)
+	case evOutageEnd:
+		backlog := int64(w.arrived) - w.run.Delivered - int64(w.dlqDepth)
+		w.run.Backlog = &backlog
+		w.run.GaveUpInOutage = int64(len(w.dlq))
 	default:
 		w.response(e.a, e.b, strategies.Outcome(e.kind-evResponse))
 	}
@@ -542,7 +593,9 @@ func (w *world) atServer(i, tag int32) {
 		w.reply(i, tag, strategies.ServerError)
 		return
 	}
+	w.queueChange()
 	w.queue.push(i, tag)
+	w.queueMax = max(w.queueMax, w.queue.len())
 	w.expire(i, tag)
 }
 
@@ -594,7 +647,7 @@ func (w *world) capacity() int {
 		if since >= wu.Duration {
 			break
 		}
-		step := float64(since*warmupSteps/wu.Duration) / warmupSteps
+		step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
 		frac := wu.From + (1-wu.From)*step
 		return max(1, int(frac*float64(w.slots)))
 	}
@@ -658,10 +711,23 @@ func (w *world) serve(i, tag int32) (time.Duration, bool) {
 		return 0, false
 	}
 	r.flags |= flagStarted
-	d := w.service.sample(w.rServe) + w.sc.Server.Slowdown*time.Duration(w.busy)
+	d := w.service.sample(w.rServe) + w.slowdown()
 	w.busy++
 	w.q.push(w.now+d, evServed, i, tag)
 	return w.now + d, true
+}
+
+// slowdown returns what the requests in service add to a service time
+// that starts now: Slowdown for each, at most maxSample in all.
+func (w *world) slowdown() time.Duration {
+	sd := w.sc.Server.Slowdown
+	if sd == 0 || w.busy == 0 {
+		return 0
+	}
+	if time.Duration(w.busy) > maxSample/sd {
+		return maxSample
+	}
+	return sd * time.Duration(w.busy)
 }
 
 // cached is the answer of an idempotent server to a repeat of request r,
@@ -700,8 +766,17 @@ func (w *world) served(i, tag int32) {
 // startQueued starts queued work while the server has free slots.
 func (w *world) startQueued() {
 	for w.queue.len() > 0 && w.busy < w.capacity() {
+		w.queueChange()
 		w.serve(w.queue.pop())
 	}
+}
+
+// queueChange accounts for the queue's length up to now, before it
+// changes: the bucket's integral of the length grows by length x time
+// since the last change.
+func (w *world) queueChange() {
+	w.queueArea += float64(w.queue.len()) * float64(w.now-w.queueAt)
+	w.queueAt = w.now
 }
 
 // expire makes the sender of attempt tag of request i give up at its
@@ -853,7 +928,8 @@ func (w *world) finish() {
 		}
 	}
 	if run.Unfinished == 0 {
-		run.Completion = &w.completion
+		completion := w.completion // a copy: the run must not hold the world
+		run.Completion = &completion
 	}
 	if drained {
 		drain := max(w.drain-w.lastOutageEnd, 0)

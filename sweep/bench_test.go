@@ -15,7 +15,7 @@ func BenchmarkCollectAndBuild(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	plan, err := NewPlan(sc, sc.Sweep.Vary, "", nil)
+	plan, err := NewPlan(context.Background(), sc, sc.Sweep.Vary, "", nil)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -65,6 +65,7 @@ func Collect(dirs ...string) (*Records, error) {
 	rs.src = make([]string, n)
 	rs.sum = make([][sha256.Size]byte, n)
 	var missing []int
+	var damaged []string
 	for k := range n {
 		for _, dir := range dirs {
 			path := rs.Spec.recordFile(dir, k)
@@ -81,12 +82,15 @@ func Collect(dirs ...string) (*Records, error) {
 				}
 				continue
 			}
+			if err := checkRecordData(&rs.Spec, data, k); err != nil {
+				// A damaged record counts as missing: the shard's sweep
+				// command runs it again.
+				damaged = append(damaged, fmt.Sprintf("%s (%v)", path, err))
+				continue
+			}
 			rec, err := results.ReadRecord(bytes.NewReader(data))
 			if err != nil {
 				return nil, fmt.Errorf("%s: %v", path, err)
-			}
-			if p, s, r := rs.Spec.unit(k); rec.Point != p || rec.Strategy != rs.Spec.Strategies[s] || rec.Run != r {
-				return nil, fmt.Errorf("%s: holds point %d, %s, run %d, not the run its name says", path, rec.Point, rec.Strategy, rec.Run)
 			}
 			rs.List[k], rs.src[k], rs.sum[k] = *rec, path, sha256.Sum256(data)
 		}
@@ -95,7 +99,15 @@ func Collect(dirs ...string) (*Records, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return nil, missingError(&rs.Spec, missing, shards)
+		err := missingError(&rs.Spec, missing, shards)
+		if len(damaged) > 0 {
+			more := ""
+			if len(damaged) > 3 {
+				more = fmt.Sprintf(" and %d more", len(damaged)-3)
+			}
+			err = fmt.Errorf("%w; %d of them have damaged records, run again by the same sweep command: %s%s", err, len(damaged), strings.Join(damaged[:min(3, len(damaged))], ", "), more)
+		}
+		return nil, err
 	}
 	return rs, nil
 }
@@ -131,12 +143,13 @@ func missingError(spec *Spec, missing []int, have []Shard) error {
 func Build(rs *Records, metric string) (*results.Sweep, error) {
 	spec := &rs.Spec
 	s := &results.Sweep{
-		Scenario:   spec.Scenario,
-		Seed:       spec.Seed,
-		Runs:       spec.Runs,
-		Metric:     metric,
-		Axes:       spec.Axes,
-		Strategies: spec.Strategies,
+		Scenario:        spec.Scenario,
+		Seed:            spec.Seed,
+		Runs:            spec.Runs,
+		Metric:          metric,
+		Axes:            spec.Axes,
+		Strategies:      spec.Strategies,
+		StrategyIndexes: spec.Indexes,
 	}
 	per := spec.Runs
 	for p := range spec.Points {
@@ -157,12 +170,14 @@ func Build(rs *Records, metric string) (*results.Sweep, error) {
 				return nil, err
 			}
 			pt.Strategies = append(pt.Strategies, results.PointSummary{
-				Name:           name,
-				Figures:        sum.Figures,
-				RecoveredRuns:  sum.RecoveredRuns,
-				CI95:           sum.CI95,
-				LatencyPooledS: pooled,
-				Events:         events,
+				Name:            name,
+				Figures:         sum.Figures,
+				RecoveredRuns:   sum.RecoveredRuns,
+				NothingLeftRuns: sum.NothingLeftRuns,
+				Recovery:        sum.Recovery,
+				CI95:            sum.CI95,
+				LatencyPooledS:  pooled,
+				Events:          events,
 			})
 		}
 		s.Points = append(s.Points, pt)
@@ -227,8 +242,8 @@ func Merge(out string, rs *Records, metric string, charts *plots.Options) (*resu
 	}
 	for k := range rs.Spec.Units() {
 		path := rs.Spec.recordFile(out, k)
-		if done(path) {
-			continue
+		if have, err := os.ReadFile(path); err == nil && sha256.Sum256(have) == rs.sum[k] {
+			continue // there already, whole
 		}
 		data, err := os.ReadFile(rs.src[k])
 		if err != nil {

@@ -37,7 +37,7 @@ func TestMetastablePhaseDiagram(t *testing.T) {
 		{Path: sc.Sweep.Vary[0].Path, Label: "trigger end", Values: []string{"21s", "22s", "24s", "27s", "30s"}},
 		{Path: sc.Sweep.Vary[1].Path, Label: "surge rate", Values: []string{"900", "1000", "1400"}},
 	}
-	plan, err := NewPlan(sc, vary, "", nil)
+	plan, err := NewPlan(context.Background(), sc, vary, "", nil)
 	require.NoError(t, err)
 	dir := t.TempDir()
 	_, err = plan.Run(context.Background(), dir, Options{})

@@ -21,7 +21,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -50,7 +49,9 @@ type Spec struct {
 	Runs       int            `json:"runs"`
 	Axes       []results.Axis `json:"vary"`
 	Strategies []string       `json:"strategies"`
-	Points     int            `json:"points"`
+	// Indexes are the strategies' places in the scenario file.
+	Indexes []int `json:"strategy_indexes"`
+	Points  int   `json:"points"`
 }
 
 // Units returns how many units (runs of one strategy at one point) the
@@ -72,21 +73,26 @@ func (s *Spec) recordFile(dir string, k int) string {
 	return filepath.Join(dir, "records", fmt.Sprintf("p%05d-s%02d-r%04d.json", p, st, r))
 }
 
-// Plan is a sweep ready to run: its spec and the scenario of each point.
+// Plan is a sweep ready to run: its spec, and how to build the scenario
+// of each point (one at a time: a point's scenario is built again when a
+// unit needs it, not kept).
 type Plan struct {
 	Spec Spec
 	// Metric is the figure the charts show.
 	Metric     string
-	points     []*scenarios.Scenario
-	strategies []int // indexes into each point's strategies
+	base       *scenarios.Scenario
+	settings   [][]scenarios.Setting // of each point
+	strategies []int                 // indexes into each point's strategies
+	only       []string              // the strategies' names, for estimates
+	worst      *scenarios.Scenario   // the point whose run needs the most memory
 }
 
 // NewPlan plans the sweep of sc over vary, charting metric (default
 // recovery_time_s), with the strategies named in only (all when empty).
 // sc's Runs and Seed, as loaded or overridden, hold at every point, but a
-// varied seed wins. Every point is built and validated: an error is bad
-// input, reported before anything runs.
-func NewPlan(sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string) (*Plan, error) {
+// varied seed wins. Every point is built and validated, one at a time: an
+// error is bad input, reported before anything runs. A done ctx stops it.
+func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string) (*Plan, error) {
 	if len(vary) == 0 {
 		return nil, errors.New("nothing to vary: give --vary PATH=VALUES or a sweep: section in the scenario")
 	}
@@ -99,46 +105,83 @@ func NewPlan(sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only 
 	if err := sim.CheckStrategies(sc, only); err != nil {
 		return nil, err
 	}
-	points, err := sc.Points(vary)
-	if err != nil {
-		return nil, err
-	}
-	p := &Plan{Spec: Spec{Scenario: sc.Name, Seed: sc.Seed, Runs: sc.Runs, Points: len(points)}, Metric: metric}
+	p := &Plan{Spec: Spec{Scenario: sc.Name, Seed: sc.Seed, Runs: sc.Runs}, Metric: metric, base: sc, only: only}
 	for i, st := range sc.Strategies {
 		if len(only) == 0 || slices.Contains(only, st.Name) {
 			p.strategies = append(p.strategies, i)
 			p.Spec.Strategies = append(p.Spec.Strategies, st.Name)
+			p.Spec.Indexes = append(p.Spec.Indexes, i)
 		}
 	}
 	for _, v := range vary {
 		p.Spec.Axes = append(p.Spec.Axes, results.Axis{Path: v.Path, Label: v.Label, Values: v.Values, Log: v.Log})
 	}
 	digest := sha256.New()
-	for _, pt := range points {
-		s := pt.Scenario
-		s.Runs = sc.Runs
-		if !slices.ContainsFunc(pt.Settings, func(set scenarios.Setting) bool { return set.Path == "seed" }) {
-			s.Seed = sc.Seed
-		}
-		if err := s.Validate(); err != nil {
-			return nil, fmt.Errorf("%s: %w", settingsString(pt.Settings), err)
-		}
-		for i, st := range sc.Strategies {
-			if s.Strategies[i].Name != st.Name {
-				return nil, fmt.Errorf("%s: renames strategy %s: a strategy keeps its name across a sweep", settingsString(pt.Settings), st.Name)
-			}
+	var worst int64
+	err := sc.EachPoint(ctx, vary, func(pt scenarios.Point) error {
+		s, err := p.complete(pt)
+		if err != nil {
+			return err
 		}
 		// Struct fields marshal in a fixed order, maps sorted: the digest
 		// is a function of the point's scenario alone.
 		data, err := json.Marshal(s)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		digest.Write(data)
-		p.points = append(p.points, s)
+		p.settings = append(p.settings, pt.Settings)
+		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst {
+			worst, p.worst = n.PerRun+n.Kept, s
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	p.Spec.Points = len(p.settings)
 	p.Spec.Digest = hex.EncodeToString(digest.Sum(nil))
 	return p, nil
+}
+
+// complete gives a point's scenario the sweep's runs and seed, and checks
+// it.
+func (p *Plan) complete(pt scenarios.Point) (*scenarios.Scenario, error) {
+	s := pt.Scenario
+	s.Runs = p.base.Runs
+	if !slices.ContainsFunc(pt.Settings, func(set scenarios.Setting) bool { return set.Path == "seed" }) {
+		s.Seed = p.base.Seed
+	}
+	if err := s.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", settingsString(pt.Settings), err)
+	}
+	for i, st := range p.base.Strategies {
+		if s.Strategies[i].Name != st.Name {
+			return nil, fmt.Errorf("%s: renames strategy %s: a strategy keeps its name across a sweep", settingsString(pt.Settings), st.Name)
+		}
+	}
+	return s, nil
+}
+
+// point builds the scenario of point i.
+func (p *Plan) point(i int) (*scenarios.Scenario, error) {
+	s, err := p.base.With(p.settings[i]...)
+	if err != nil {
+		return nil, err
+	}
+	return p.complete(scenarios.Point{Settings: p.settings[i], Scenario: s})
+}
+
+// Fit returns how many units may run at once, at most parallel (0:
+// GOMAXPROCS), for the sweep's runs to fit in limit bytes (0: no limit),
+// going by the point whose run needs the most; an error, naming the
+// field, when one unit at a time does not fit.
+func (p *Plan) Fit(parallel int, limit int64) (int, error) {
+	n, err := sim.FitUnits(p.worst, sim.Options{Strategies: p.only, Parallel: parallel}, limit)
+	if err != nil {
+		return 0, fmt.Errorf("at the point that needs the most memory: %w", err)
+	}
+	return n, nil
 }
 
 // CheckMetric reports a metric that is not a figure of summary.json.
@@ -192,6 +235,14 @@ type Options struct {
 	// Progress, when set, is called after each unit with the shard's
 	// progress, from the units' goroutines, one call at a time.
 	Progress func(Progress)
+	// MaxMemory bounds the memory of the units running at once (see
+	// Plan.Fit); 0 means no bound.
+	MaxMemory int64
+	// MaxEvents is each run's event budget; 0 means sim.DefaultMaxEvents.
+	MaxEvents int64
+	// Damaged, when set, is called with each record found damaged (a
+	// file cut short by a crash, say), before its unit runs again.
+	Damaged func(path string, err error)
 }
 
 // Progress is how far a shard of a sweep has come. A point is done when
@@ -248,9 +299,21 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		if _, seen := left[pt]; !seen {
 			left[pt] = 0
 		}
-		if done(p.Spec.recordFile(dir, k)) {
+		path := p.Spec.recordFile(dir, k)
+		err := p.checkRecord(path, k)
+		if err == nil {
 			st.Skipped++
 			continue
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			// Cut short or garbled (a power loss before records were
+			// synced): not done. It is run again, and said so.
+			if opts.Damaged != nil {
+				opts.Damaged(path, err)
+			}
+			if err := os.Remove(path); err != nil {
+				return st, err
+			}
 		}
 		left[pt]++
 		todo = append(todo, k)
@@ -278,21 +341,34 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		opts.Progress(prog)
 	}
 
-	parallel := opts.Parallel
-	if parallel <= 0 {
-		parallel = runtime.GOMAXPROCS(0)
+	parallel, err := p.Fit(opts.Parallel, opts.MaxMemory)
+	if err != nil {
+		return st, err
 	}
+	// The first failure stops every unit (a full disk fails them all):
+	// it is the one reported.
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	var events atomic.Int64
-	errs := make([]error, len(todo))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(parallel, len(todo)) {
 		wg.Go(func() {
+			var last *scenarios.Scenario // the scenario of the last unit's point
+			lastPoint := -1
 			for i := range next {
 				k := todo[i]
-				n, err := p.runUnit(ctx, dir, k)
+				if pt, _, _ := p.Spec.unit(k); pt != lastPoint {
+					sc, err := p.point(pt)
+					if err != nil {
+						stop(err)
+						continue
+					}
+					last, lastPoint = sc, pt
+				}
+				n, err := p.runUnit(ctx, last, dir, k, opts.MaxEvents)
 				if err != nil {
-					errs[i] = err
+					stop(err)
 					continue
 				}
 				events.Add(n)
@@ -311,20 +387,19 @@ feed:
 	close(next)
 	wg.Wait()
 	st.Ran, st.Events, st.Wall = prog.UnitsDone-st.Skipped, events.Load(), time.Since(start)
-	if err := ctx.Err(); err != nil {
-		return st, err
-	}
-	return st, errors.Join(errs...)
+	return st, context.Cause(ctx)
 }
 
-// runUnit runs unit k and writes its record; it returns the events
-// simulated.
-func (p *Plan) runUnit(ctx context.Context, dir string, k int) (int64, error) {
+// runUnit runs unit k, whose point's scenario is sc, and writes its
+// record; it returns the events simulated.
+func (p *Plan) runUnit(ctx context.Context, sc *scenarios.Scenario, dir string, k int, maxEvents int64) (int64, error) {
 	pt, si, run := p.Spec.unit(k)
-	sc := p.points[pt]
-	r, err := sim.RunOne(ctx, sc, p.strategies[si], run, nil)
+	r, err := sim.RunOne(ctx, sc, p.strategies[si], run, nil, maxEvents)
 	if err != nil {
-		return 0, err
+		if ctx.Err() != nil {
+			return 0, context.Cause(ctx)
+		}
+		return 0, fmt.Errorf("%s: %w", settingsString(p.settings[pt]), err)
 	}
 	rec, err := results.NewRunRecord(pt, r, sim.Setup(sc))
 	if err != nil {
@@ -333,11 +408,32 @@ func (p *Plan) runUnit(ctx context.Context, dir string, k int) (int64, error) {
 	return r.Events, results.WriteFile(p.Spec.recordFile(dir, k), func(w io.Writer) error { return results.WriteRecord(w, &rec) })
 }
 
-// done reports whether a record file is there. Records are written
-// atomically, so one that exists is complete.
-func done(path string) bool {
-	_, err := os.Stat(path)
-	return err == nil
+// checkRecord reports whether path holds the complete record of unit k:
+// nil when it does, an error wrapping os.ErrNotExist when there is none,
+// another when it is damaged. Records are synced and renamed into place
+// whole, but a file system may still lose the last writes before a power
+// loss, and leave a file cut short.
+func (p *Plan) checkRecord(path string, k int) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	return checkRecordData(&p.Spec, data, k)
+}
+
+// checkRecordData checks that data is the whole record of unit k of spec.
+func checkRecordData(spec *Spec, data []byte, k int) error {
+	rec, err := results.ReadRecord(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if pt, s, r := spec.unit(k); rec.Point != pt || rec.Strategy != spec.Strategies[s] || rec.Run != r {
+		return fmt.Errorf("holds point %d, %s, run %d, not the run its name says", rec.Point, rec.Strategy, rec.Run)
+	}
+	if _, err := rec.Histogram(); err != nil {
+		return err
+	}
+	return nil
 }
 
 // claim writes dir's manifest, after checking that the one there, if

@@ -23,7 +23,7 @@ func smallPlan(t *testing.T) *Plan {
 	t.Helper()
 	sc, err := scenarios.Load("testdata/small.yaml")
 	require.NoError(t, err)
-	plan, err := NewPlan(sc, sc.Sweep.Vary, sc.Sweep.Metric, nil)
+	plan, err := NewPlan(context.Background(), sc, sc.Sweep.Vary, sc.Sweep.Metric, nil)
 	require.NoError(t, err)
 	require.Equal(t, 36, plan.Spec.Units())
 	return plan
@@ -185,7 +185,7 @@ func TestAFolderHoldsOneSweep(t *testing.T) {
 	sc, err := scenarios.Load("testdata/small.yaml")
 	require.NoError(t, err)
 	sc.Runs = 3
-	other, err := NewPlan(sc, sc.Sweep.Vary, "", nil)
+	other, err := NewPlan(context.Background(), sc, sc.Sweep.Vary, "", nil)
 	require.NoError(t, err)
 	_, err = other.Run(context.Background(), dir, Options{Shard: Shard{1, 4}})
 	require.ErrorIs(t, err, ErrOtherSweep)
@@ -201,26 +201,26 @@ func TestAFolderHoldsOneSweep(t *testing.T) {
 func TestPlanErrors(t *testing.T) {
 	sc, err := scenarios.Load("testdata/small.yaml")
 	require.NoError(t, err)
-	_, err = NewPlan(sc, nil, "", nil)
+	_, err = NewPlan(context.Background(), sc, nil, "", nil)
 	assert.ErrorContains(t, err, "nothing to vary")
-	_, err = NewPlan(sc, sc.Sweep.Vary, "peak", nil)
+	_, err = NewPlan(context.Background(), sc, sc.Sweep.Vary, "peak", nil)
 	assert.ErrorContains(t, err, `--metric "peak": not a figure`)
-	_, err = NewPlan(sc, sc.Sweep.Vary, "", []string{"nope"})
+	_, err = NewPlan(context.Background(), sc, sc.Sweep.Vary, "", []string{"nope"})
 	assert.ErrorContains(t, err, `no strategy "nope"`)
 	v, err := scenarios.ParseVary("server.outages[0].duration=10s,-5s")
 	require.NoError(t, err)
-	_, err = NewPlan(sc, []scenarios.Vary{v}, "", nil)
+	_, err = NewPlan(context.Background(), sc, []scenarios.Vary{v}, "", nil)
 	assert.ErrorContains(t, err, "server.outages[0].duration=-5s")
 	v, err = scenarios.ParseVary("strategies[0].name=a,b")
 	require.NoError(t, err)
-	_, err = NewPlan(sc, []scenarios.Vary{v}, "", nil)
+	_, err = NewPlan(context.Background(), sc, []scenarios.Vary{v}, "", nil)
 	assert.ErrorContains(t, err, "strategies[0].name=a: renames strategy fixed-20s")
 }
 
 func TestOnlyTheNamedStrategies(t *testing.T) {
 	sc, err := scenarios.Load("testdata/small.yaml")
 	require.NoError(t, err)
-	plan, err := NewPlan(sc, sc.Sweep.Vary, "", []string{"full-jitter"})
+	plan, err := NewPlan(context.Background(), sc, sc.Sweep.Vary, "", []string{"full-jitter"})
 	require.NoError(t, err)
 	assert.Equal(t, []string{"full-jitter"}, plan.Spec.Strategies)
 	assert.Equal(t, "recovery_time_s", plan.Metric)
@@ -229,6 +229,57 @@ func TestOnlyTheNamedStrategies(t *testing.T) {
 	csv := readFile(t, filepath.Join(dir, "sweep.csv"))
 	assert.Contains(t, csv, ",full-jitter,")
 	assert.NotContains(t, csv, "fixed-20s")
+	sw, err := results.ReadSweepJSON(strings.NewReader(readFile(t, filepath.Join(dir, "sweep.json"))))
+	require.NoError(t, err)
+	assert.Equal(t, []int{1}, sw.StrategyIndexes, "full-jitter keeps its place in the file, and so its colour")
+}
+
+// TestADamagedRecordIsRunAgain: a record cut short (what a power loss
+// can leave) is not done: the sweep says so and runs it again, and merge
+// counts it as missing, naming the file, instead of failing on EOF
+// forever.
+func TestADamagedRecordIsRunAgain(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	runAll(t, plan, dir, 2)
+	want := readFile(t, filepath.Join(dir, "sweep.csv"))
+
+	cut := plan.Spec.recordFile(dir, 5)
+	require.NoError(t, os.WriteFile(cut, nil, 0o644))
+	garbled := plan.Spec.recordFile(dir, 17)
+	data := readFile(t, garbled)
+	require.NoError(t, os.WriteFile(garbled, []byte(data[:len(data)/2]), 0o644))
+
+	_, err := Collect(dir)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "2 of the sweep's 36 runs are missing")
+	assert.Contains(t, err.Error(), "2 of them have damaged records, run again by the same sweep command: "+cut)
+
+	var damaged []string
+	st, err := plan.Run(context.Background(), dir, Options{Damaged: func(path string, err error) { damaged = append(damaged, path) }})
+	require.NoError(t, err)
+	assert.Equal(t, []string{cut, garbled}, damaged)
+	assert.Equal(t, 2, st.Ran, "the damaged ones, and only they, run again")
+	rs, err := Collect(dir)
+	require.NoError(t, err)
+	_, err = Merge(dir, rs, plan.Metric, nil)
+	require.NoError(t, err)
+	assert.Equal(t, want, readFile(t, filepath.Join(dir, "sweep.csv")))
+}
+
+// TestTheFirstFailureStopsTheSweep: when units fail (a full disk fails
+// every one alike; here each reaches its event budget), the sweep stops
+// at the first error and reports it once, not once per unit.
+func TestTheFirstFailureStopsTheSweep(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	_, err := plan.Run(context.Background(), dir, Options{Parallel: 1, MaxEvents: 1})
+	require.Error(t, err)
+	assert.Equal(t, 1, strings.Count(err.Error(), "event budget"), "one error, not one per unit: %v", err)
+	entries, err := os.ReadDir(filepath.Join(dir, "records"))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+
 }
 
 func TestShardsSplitEveryUnitOnce(t *testing.T) {

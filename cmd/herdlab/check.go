@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	flag "github.com/spf13/pflag"
 
@@ -19,16 +20,28 @@ var checkCmd = &command{
 
 Lints each scenario's retry settings (no simulation), runs it, and judges
 its checks: section, printing one row per check (strategy, figure, bound,
-value, PASS or FAIL). With runs > 1 a check passes only when the whole 95%
-confidence interval satisfies it. Exits 0 when every check passes, 1 when
-one fails, 2 for bad input. Lint findings are warnings unless --strict.`,
+value, PASS, FAIL or SKIP). With runs > 1 a check passes only when the
+whole 95% confidence interval satisfies it. With --strategy, only those
+strategies run, and checks on the others (comparisons naming one
+included) are skipped: neither passed nor failed. Exits 0 when no check
+fails, 1 when one does, 2 for bad input. Lint findings are warnings
+unless --strict, but for those of error rules (HL009 retry-spin), which
+always fail.
+
+With --baseline, a watched figure fails when it gets worse than the
+baseline by more than --tolerance: relative to the baseline's value where
+that is 1 or more (0.05: by 5% of it), absolute, in the figure's own unit,
+where it is below 1 (0.05: by 0.05), as for ratios such as
+delivered_ratio, counts of 0 and times under a second. Each baseline row
+says which ("+5% relative", "-0.05 absolute").`,
 	usage: "FILE.yaml... [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.String("format", "text", "output: text, json or junit (JUnit XML, for CI systems)")
 		fs.Bool("lint", false, "lint only: no simulation")
 		fs.Bool("strict", false, "lint findings that are not silenced fail the check")
 		fs.String("baseline", "", "also fail when a figure regresses from the baseline DIR/NAME.json (see run --save-baseline)")
-		fs.Float64("tolerance", 0.05, "how much worse than the baseline a figure may get, as a fraction")
+		fs.Float64("tolerance", 0.05, "how much worse than the baseline a figure may get: a fraction of the baseline's value where it is >= 1, the figure's own units where it is below 1 (ratios, zeros)")
+		fs.StringArray("strategy", nil, "run and judge only this strategy (repeatable; default all); checks on the others are skipped")
 		simulationFlags(fs)
 	},
 	run: checkScenarios,
@@ -44,6 +57,7 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 	strict, _ := fs.GetBool("strict")
 	baseline, _ := fs.GetString("baseline")
 	tolerance, _ := fs.GetFloat64("tolerance")
+	only, _ := fs.GetStringArray("strategy")
 	parallel, _ := fs.GetInt("parallel")
 	write := map[string]func(*cli, []*checks.Report) error{
 		"text":  func(c *cli, r []*checks.Report) error { return checks.WriteText(c.stdout, r) },
@@ -58,8 +72,24 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab check: --tolerance %v: want a fraction >= 0\n", tolerance)
 		return exitBadInput
 	}
-	loaded, ok := loadAll(c, fs.Args())
-	if !ok || !override(c, fs, loaded) {
+	lim, ok := readLimits(c, fs)
+	if !ok {
+		return exitBadInput
+	}
+	loaded, code := loadScenarios(c, fs.Args())
+	if code != exitOK {
+		return code
+	}
+	if !override(c, fs, loaded) {
+		return exitBadInput
+	}
+	for _, sc := range loaded {
+		if err := sim.CheckStrategies(sc, only); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab check: %v\n", err)
+			return exitBadInput
+		}
+	}
+	if !lintOnly && !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {
 		return exitBadInput
 	}
 
@@ -67,15 +97,18 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 	var reports []*checks.Report
 	failed := 0
 	for i, sc := range loaded {
-		r := &checks.Report{File: sc.File(), Scenario: sc.Name, Runs: sc.Runs, Strict: strict, Checks: []checks.Result{}, Lint: []checks.Finding{}}
+		r := &checks.Report{File: sc.File(), Scenario: sc.Name, Runs: sc.Runs, Only: ran(sc, only), Strict: strict, Checks: []checks.Result{}, Lint: []checks.Finding{}}
 		for _, f := range scenarios.Lint(sc) {
 			r.Lint = append(r.Lint, checks.Finding{Rule: f.Rule.ID, Name: f.Rule.Name, Path: f.Path,
-				Line: f.Line, Col: f.Col, Message: f.Msg, Silenced: f.Silenced})
+				Line: f.Line, Col: f.Col, Message: f.Msg, Silenced: f.Silenced, Error: f.Rule.Error})
 		}
 		if !lintOnly {
-			bar := startProgress(c.stderr, fmt.Sprintf("%s (%d of %d)", sc.Name, i+1, len(loaded)), countRuns(sc, nil)*sim.ProgressUnits)
-			res, err := sim.Run(ctx, sc, sim.Options{Parallel: parallel, Progress: bar.add})
+			bar := startProgress(c.stderr, fmt.Sprintf("%s (%d of %d)", sc.Name, i+1, len(loaded)), countRuns(sc, only)*sim.ProgressUnits)
+			res, err := sim.Run(ctx, sc, lim.options(sim.Options{Strategies: only, Parallel: parallel, Progress: bar.add}))
 			bar.finish()
+			if c.done("simulating " + sc.Name) {
+				return exitFailed
+			}
 			if err != nil {
 				fmt.Fprintf(c.stderr, "herdlab check: %s: %v\n", sc.Name, err)
 				return exitFailed
@@ -102,15 +135,12 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		return exitFailed
 	}
 	if format == "text" {
-		passed := 0
+		passed, skipped := 0, 0
 		for _, r := range reports {
-			for _, ch := range r.Checks {
-				if ch.Pass {
-					passed++
-				}
-			}
+			passed += r.Passed()
+			skipped += r.Skipped()
 		}
-		fmt.Fprintf(c.stdout, "check: %d passed, %d failed\n", passed, failed)
+		fmt.Fprintf(c.stdout, "check: %s\n", checks.Tally(passed, failed, skipped))
 	}
 	if failed > 0 {
 		return exitFailed
@@ -118,32 +148,16 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 	return exitOK
 }
 
-// simulationFlags adds the flags of the commands that simulate: --runs,
-// --seed (see override) and --parallel.
-func simulationFlags(fs *flag.FlagSet) {
-	fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
-	fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
-	fs.Int("parallel", 0, "runs at once (default: the number of CPUs)")
-}
-
-// override applies --runs and --seed to the scenarios and validates them
-// again; false when one is now invalid (reported).
-func override(c *cli, fs *flag.FlagSet, loaded []*scenarios.Scenario) bool {
-	runs, _ := fs.GetInt("runs")
-	seed, _ := fs.GetUint64("seed")
-	for _, sc := range loaded {
-		if fs.Changed("runs") {
-			sc.Runs = runs
-		}
-		if fs.Changed("seed") {
-			sc.Seed = seed
-		}
-		if err := sc.Validate(); err != nil {
-			fmt.Fprintf(c.stderr, "herdlab %s: %s: %v\n", fs.Name(), sc.Name, err)
-			return false
+// ran returns the names of sc's strategies in only, in the scenario's
+// order, or nil when only is empty (all run).
+func ran(sc *scenarios.Scenario, only []string) []string {
+	var names []string
+	for _, st := range sc.Strategies {
+		if slices.Contains(only, st.Name) {
+			names = append(names, st.Name)
 		}
 	}
-	return true
+	return names
 }
 
 // baselineFile is where a scenario's baseline lives in dir.

@@ -121,3 +121,76 @@ func TestCheckBadInput(t *testing.T) {
 	code, _, _ = herdlab("check")
 	assert.Equal(t, exitBadInput, code)
 }
+
+func TestCheckStrategy(t *testing.T) {
+	file := writeScenario(t, t.TempDir(), "gated.yaml", gated)
+	code, out, stderr := herdlab("check", file, "--strategy", "jitter")
+	require.Equal(t, exitOK, code, "checks on fixed are skipped, not failed: "+stderr+out)
+	assert.Contains(t, out, "small ("+file+", 1 run(s), only jitter)")
+	assert.Regexp(t, `fixed\s+peak_load_ratio\s+>= 2\s+not run\s+SKIP`, out)
+	assert.Regexp(t, `jitter\s+peak_load_ratio\s+<= 2\s+\S+\s+PASS`, out)
+	assert.Regexp(t, `-\s+jitter.peak_load < fixed.peak_load\s+holds\s+not run\s+SKIP`, out, "a comparison naming a strategy not run")
+	assert.True(t, strings.HasSuffix(out, "check: 1 passed, 0 failed, 2 skipped\n"), out)
+
+	// A check that fails still fails among skipped ones.
+	failing := writeScenario(t, t.TempDir(), "failing.yaml", strings.Replace(gated, "peak_load_ratio: {max: 2}", "peak_load_ratio: {max: 0.01}", 1))
+	code, out, _ = herdlab("check", failing, "--strategy", "jitter")
+	assert.Equal(t, exitFailed, code, out)
+	assert.Contains(t, out, "check: 0 passed, 1 failed, 2 skipped")
+
+	code, _, stderr = herdlab("check", file, "--strategy", "nope")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, `scenario small has no strategy "nope" (it has fixed, jitter)`)
+}
+
+func TestCheckJSONNumbers(t *testing.T) {
+	file := writeScenario(t, t.TempDir(), "gated.yaml", gated)
+	code, out, stderr := herdlab("check", file, "--format", "json", "--strategy", "jitter")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, `"bound": ">= 2"`, "bounds are plain text, not HTML-escaped")
+	assert.NotContains(t, out, `\u003`)
+	var doc struct {
+		Passed, Failed, Skipped int
+		Scenarios               []struct {
+			Checks []map[string]any
+		}
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &doc), out)
+	assert.Equal(t, [3]int{1, 0, 2}, [3]int{doc.Passed, doc.Failed, doc.Skipped})
+	checks := doc.Scenarios[0].Checks
+	require.Len(t, checks, 3)
+	assert.IsType(t, 0.0, checks[1]["value"], "jitter's peak_load_ratio is a number")
+	assert.Equal(t, 2.0, checks[1]["max"])
+	assert.Nil(t, checks[0]["value"], "fixed did not run: no value")
+	assert.Equal(t, true, checks[0]["skipped"])
+}
+
+func TestCheckBaselineSaysTolerance(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "gated.yaml", gated)
+	baselines := filepath.Join(dir, "baselines")
+	code, _, stderr := herdlab("run", file, "-q", "--no-charts", "-o", filepath.Join(dir, "out"), "--save-baseline", baselines)
+	require.Equal(t, exitOK, code, stderr)
+
+	code, out, stderr := herdlab("check", file, "--baseline", baselines)
+	require.Equal(t, exitOK, code, stderr+out)
+	assert.Regexp(t, `jitter\s+baseline attempts\s+<= \S+ \(baseline \S+ \+5% relative\)`, out)
+	assert.Regexp(t, `jitter\s+baseline delivered_ratio\s+>= \S+ \(baseline \S+ -0.05 absolute\)`, out)
+
+	code, out, stderr = herdlab("check", file, "--baseline", baselines, "--format", "json")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Contains(t, out, `"tolerance": "relative"`)
+	assert.Contains(t, out, `"tolerance": "absolute"`)
+
+	// With --strategy, the baseline of a strategy not run is skipped.
+	code, out, stderr = herdlab("check", file, "--baseline", baselines, "--strategy", "jitter")
+	require.Equal(t, exitOK, code, stderr+out)
+	assert.Regexp(t, `fixed\s+baseline\s+as in the baseline\s+not run\s+SKIP`, out)
+	assert.NotRegexp(t, `fixed\s+baseline attempts`, out)
+
+	code, help, _ := herdlab("check", "--help")
+	require.Equal(t, exitOK, code)
+	assert.Contains(t, help, "relative to the baseline's value where\nthat is 1 or more")
+	assert.Contains(t, help, "absolute, in the figure's own unit")
+	assert.Contains(t, help, "--strategy")
+}

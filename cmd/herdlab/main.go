@@ -56,11 +56,20 @@ var commands = map[string]*command{
 	"version":  versionCmd,
 }
 
-func main() {
+func main() { os.Exit(runMain(os.Args[1:])) }
+
+// runMain runs the command line args on the standard streams until
+// SIGINT or SIGTERM, and returns the exit code. The first signal asks the
+// command to stop (within a second, keeping what is done); a second one
+// ends the process at once.
+func runMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	go func() {
+		<-ctx.Done()
+		stop()
+	}()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // run runs the command line args until ctx is done and returns the exit

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 
 	flag "github.com/spf13/pflag"
 
@@ -60,8 +62,15 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		charts = &plots.Options{Format: format, Overlay: overlay}
 	}
 
-	loaded, ok := loadAll(c, fs.Args())
-	if !ok || !override(c, fs, loaded) {
+	lim, ok := readLimits(c, fs)
+	if !ok {
+		return exitBadInput
+	}
+	loaded, code := loadScenarios(c, fs.Args())
+	if code != exitOK {
+		return code
+	}
+	if !override(c, fs, loaded) {
 		return exitBadInput
 	}
 	for _, sc := range loaded {
@@ -69,6 +78,10 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitBadInput
 		}
+	}
+	lintErrors(c, "run", loaded)
+	if !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {
+		return exitBadInput
 	}
 
 	// Every output folder is known writable before anything runs, and is
@@ -92,7 +105,7 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 	ctx := c.ctx
 	for i, sc := range loaded {
 		dir := stages[i].Dir()
-		opts := sim.Options{Strategies: only, Parallel: parallel}
+		opts := lim.options(sim.Options{Strategies: only, Parallel: parallel})
 		var bar *progress
 		if !quiet {
 			bar = startProgress(c.stderr, fmt.Sprintf("%s (%d of %d)", sc.Name, i+1, len(loaded)), countRuns(sc, only)*sim.ProgressUnits)
@@ -100,11 +113,17 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		}
 		res, err := sim.Run(ctx, sc, opts)
 		bar.finish()
+		if c.done("simulating " + sc.Name) {
+			return exitFailed
+		}
 		if err != nil {
 			fmt.Fprintf(c.stderr, "herdlab run: %s: %v\n", sc.Name, err)
 			return exitFailed
 		}
-		if err := commitOutputs(stages[i], sc, res, charts); err != nil {
+		if err := commitOutputs(ctx, stages[i], sc, res, charts); err != nil {
+			if c.done("writing " + stages[i].Dir()) {
+				return exitFailed
+			}
 			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
 			return exitFailed
 		}
@@ -115,7 +134,7 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 			}
 		}
 		if !quiet {
-			fmt.Fprintf(c.stdout, "%s: %s\n\n", sc.Name, sc.Describe())
+			fmt.Fprintf(c.stdout, "%s: %s\n\n", sc.Name, describe(sc, only))
 			results.WriteTable(c.stdout, res.Summary)
 			fmt.Fprintf(c.stdout, "\nreport: %s (and report.html)\n", filepath.Join(dir, "report.md"))
 			if charts != nil {
@@ -176,22 +195,6 @@ func checkWritable(dir string) error {
 	return os.Remove(f.Name())
 }
 
-// loadAll loads every file, reporting every problem of every file.
-func loadAll(c *cli, files []string) ([]*scenarios.Scenario, bool) {
-	var loaded []*scenarios.Scenario
-	ok := true
-	for _, file := range files {
-		sc, err := scenarios.Load(file)
-		if err != nil {
-			fmt.Fprintln(c.stderr, err)
-			ok = false
-			continue
-		}
-		loaded = append(loaded, sc)
-	}
-	return loaded, ok
-}
-
 // countRuns returns how many runs sc makes with the strategies named in
 // only (all when empty).
 func countRuns(sc *scenarios.Scenario, only []string) int {
@@ -236,12 +239,28 @@ func outputFiles(sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) (
 
 // commitOutputs writes a run's files into its staged folder and swaps the
 // folder in whole.
-func commitOutputs(st *results.Stage, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+// A done ctx stops it before the swap, leaving the old folder.
+func commitOutputs(ctx context.Context, st *results.Stage, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	files, err := outputFiles(sc, res, opts)
 	if err != nil {
 		return err
 	}
+	for i := range files {
+		write := files[i].Write
+		files[i].Write = func(w io.Writer) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			return write(w)
+		}
+	}
 	if err := st.WriteFiles(files); err != nil {
+		return err
+	}
+	if err := ctx.Err(); err != nil {
 		return err
 	}
 	return st.Commit()
@@ -255,4 +274,15 @@ func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plo
 		return err
 	}
 	return results.WriteFiles(dir, files)
+}
+
+// describe is sc.Describe() naming only the strategies that run: those
+// in only, or all when it is empty.
+func describe(sc *scenarios.Scenario, only []string) string {
+	if len(only) == 0 {
+		return sc.Describe()
+	}
+	shown := *sc
+	shown.Strategies = slices.DeleteFunc(slices.Clone(sc.Strategies), func(st scenarios.Strategy) bool { return !slices.Contains(only, st.Name) })
+	return shown.Describe()
 }

@@ -104,8 +104,15 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 			return fail("%v", err)
 		}
 	}
-	loaded, ok := loadAll(c, fs.Args())
-	if !ok || !override(c, fs, loaded) {
+	lim, ok := readLimits(c, fs)
+	if !ok {
+		return exitBadInput
+	}
+	loaded, code := loadScenarios(c, fs.Args())
+	if code != exitOK {
+		return code
+	}
+	if !override(c, fs, loaded) {
 		return exitBadInput
 	}
 	sc := loaded[0]
@@ -127,9 +134,16 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		metric = sc.Sweep.Metric
 	}
 	only, _ := fs.GetStringArray("strategy")
-	plan, err := sweep.NewPlan(sc, vary, metric, only)
+	plan, err := sweep.NewPlan(c.ctx, sc, vary, metric, only)
+	if c.done("checking the sweep's points") {
+		return exitFailed
+	}
 	if err != nil {
 		return fail("%s: %v", sc.File(), err)
+	}
+	parallel, _ := fs.GetInt("parallel")
+	if _, err := plan.Fit(parallel, lim.memory); err != nil {
+		return fail("%v%s", err, lim.note())
 	}
 
 	dir, _ := fs.GetString("out")
@@ -137,8 +151,10 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		dir = filepath.Join("out", sc.Name, "sweep")
 	}
 	quiet, _ := fs.GetBool("quiet")
-	parallel, _ := fs.GetInt("parallel")
-	opts := sweep.Options{Shard: shard, Parallel: parallel}
+	opts := sweep.Options{Shard: shard, Parallel: parallel, MaxMemory: lim.memory, MaxEvents: lim.events,
+		Damaged: func(path string, err error) {
+			fmt.Fprintf(c.stderr, "herdlab sweep: %s is damaged (%v): running it again\n", path, err)
+		}}
 	var bar *progress
 	if !quiet {
 		title := sc.Name + " sweep"

@@ -1,0 +1,92 @@
+//go:build !race
+
+// How soon a signal stops herdlab is a matter of wall time, which the race
+// detector stretches tenfold: make test runs this file in its second,
+// plain go test.
+
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// TestASignalStopsEveryPhase sends SIGINT to herdlab while it loads a big
+// sweep, while it checks a sweep's points, and while it simulates: each
+// stops within a second, exits 1, says it was interrupted, and leaves no
+// output behind.
+func TestASignalStopsEveryPhase(t *testing.T) {
+	dir := t.TempDir()
+	var steps strings.Builder
+	for i := range 300 {
+		fmt.Fprintf(&steps, "      - {from: %ds, until: %d.5s, rate: 10}\n", i, i)
+	}
+	slow := writeScenario(t, dir, "slow.yaml", `name: slow
+duration: 10m
+server: {concurrency: 10}
+workload:
+  requests: 100
+  arrival:
+    kind: poisson
+    rate: 5
+    schedule:
+`+steps.String()+`strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+sweep:
+  vary:
+    - {path: workload.requests, values: "1..100:100"}
+    - {path: seed, values: "1..100:100"}
+`)
+	long := writeScenario(t, dir, "long.yaml", `name: long
+server:
+  concurrency: 200
+  outages: [{start: 0s, duration: 30s}]
+workload: {requests: 1000000}
+runs: 20
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 60s}, max_attempts: 10}
+`)
+	out := filepath.Join(dir, "out")
+	tests := []struct {
+		phase string
+		args  []string
+		want  string
+	}{
+		{"validate", []string{"validate", slow}, "interrupted while checking " + slow},
+		{"loading a run", []string{"run", slow, "-o", out}, "interrupted while loading " + slow},
+		{"simulating", []string{"run", long, "-o", out}, "interrupted while simulating long"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.phase, func(t *testing.T) {
+			cmd := herdlabProcess(tt.args...)
+			var stderr bytes.Buffer
+			cmd.Stderr = &stderr
+			require.NoError(t, cmd.Start())
+			time.Sleep(700 * time.Millisecond)
+			sent := time.Now()
+			require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+			err := cmd.Wait()
+			took := time.Since(sent)
+			var exit *exec.ExitError
+			require.True(t, errors.As(err, &exit), "exits with a code: %v; %s", err, stderr.String())
+			assert.Equal(t, exitFailed, exit.ExitCode(), stderr.String())
+			assert.Less(t, took, time.Second, "stops within a second of the signal")
+			assert.Contains(t, stderr.String(), tt.want)
+			assert.NoDirExists(t, out)
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Len(t, entries, 2, "no temporary folder left")
+		})
+	}
+}

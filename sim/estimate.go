@@ -1,0 +1,270 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"unsafe"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// Needs is what a scenario's runs will take, estimated before they run
+// from the scenario alone: the memory of a run in progress (its requests,
+// senders and pending events), of a finished run kept for the outputs
+// (its time series and latency histogram), and the rows of
+// timeseries.csv.
+type Needs struct {
+	Requests float64 // requests of one run: the expected number for poisson arrivals
+	PerRun   int64   // bytes of one run in progress
+	Kept     int64   // bytes of one finished run, kept until the outputs are written
+	Runs     int     // runs in all (strategies x replications)
+	AtOnce   int     // runs in progress at once
+	Rows     int64   // rows of timeseries.csv
+
+	perRun []need // what makes up PerRun, largest first
+}
+
+// need is one part of a run's memory, and the scenario field it grows
+// with.
+type need struct {
+	path  string
+	bytes int64
+	what  string
+}
+
+// Memory returns the bytes the runs will take at their peak: every run
+// kept, AtOnce runs in progress, and the program itself.
+func (n Needs) Memory() int64 {
+	return baseMemory + int64(n.Runs)*n.Kept + int64(n.AtOnce)*n.PerRun
+}
+
+// baseMemory is the program's own memory beside its runs: code, charts
+// being drawn, buffers.
+const baseMemory = 64 << 20
+
+// MaxRows bounds the rows of timeseries.csv (about 60 bytes each): a file
+// a spreadsheet or a script can still open.
+const MaxRows = 5_000_000
+
+// The sizes the estimate counts, per request. A pending event is counted
+// three times, for the slack of the event list's slots as they grow and
+// the garbage collector's headroom: measured, the estimate is 1.1 to 2.5
+// times the live heap of the shipped scenarios' runs
+// (TestEstimateCoversTheRuns), so about their peak resident memory.
+const (
+	eventBytes      = 3 * int64(unsafe.Sizeof(event{}))
+	eventsPerReq    = 2 // a request has at most its next try and its timeout pending
+	queueEntryBytes = 2 * 8
+	// eventListBytes is what the event list takes whatever its events:
+	// the timing wheel's ring, of up to 2^16 pages, and its first block
+	// of chunks.
+	eventListBytes = 1 << 20
+)
+
+// Estimate estimates what running sc with opts will take. sc must be
+// valid.
+func Estimate(sc *scenarios.Scenario, opts Options) Needs {
+	strats := len(sc.Strategies)
+	if len(opts.Strategies) > 0 {
+		strats = len(opts.Strategies)
+	}
+	n := Needs{Runs: strats * sc.Runs}
+	parallel := opts.Parallel
+	if parallel <= 0 {
+		parallel = runtime.GOMAXPROCS(0)
+	}
+	n.AtOnce = max(min(parallel, n.Runs), 1)
+	buckets := int64((sc.Duration + sc.Bucket - 1) / sc.Bucket)
+	n.Rows = buckets * int64(n.Runs)
+	n.Kept = buckets*int64(unsafe.Sizeof(results.Bucket{})) + int64(results.LatencyHistogram().ByteSize())
+
+	reqs, path := requestsOf(sc)
+	n.Requests = reqs
+	growth := 1.0
+	if sc.Workload.Arrival.Kind == scenarios.Poisson && sc.Workload.Requests == 0 {
+		growth = 2 // slices grow by appending, up to twice the count
+	}
+	perReq := int64(unsafe.Sizeof(request{})) + eventsPerReq*eventBytes + 4 // + its place in the dead-letter queue
+	var extras []string
+	anyBreaker, anySenders := false, false
+	for _, st := range sc.Strategies {
+		p := st.Policy()
+		anyBreaker = anyBreaker || p.Breaker != nil
+		anySenders = anySenders || p.Breaker != nil || p.Budget != nil
+	}
+	if anyBreaker {
+		perReq += int64(unsafe.Sizeof(strategies.Permit{}))
+		extras = append(extras, "a breaker permit")
+	}
+	if sc.Server.RateLimit != nil {
+		perReq += 4
+		extras = append(extras, "a Retry-After hint")
+	}
+	if sc.Workload.Workers > 0 {
+		perReq += 4
+		anySenders = true
+		extras = append(extras, "a place in its sender's queue")
+	}
+	if sc.Server.Model == scenarios.ModelOCC {
+		perReq += 8
+		extras = append(extras, "a row version")
+	}
+	senderBytes := int64(unsafe.Sizeof(sender{}))
+	if anySenders && sc.Workload.Senders == 0 {
+		perReq += senderBytes
+		extras = append(extras, "a sender of its own")
+	}
+	queued := reqs
+	if !sc.Server.Queue.Unlimited() {
+		queued = min(queued, float64(sc.Server.Queue))
+	}
+	what := fmt.Sprintf("%s requests x %s", results.Count(math.Round(reqs)), results.Bytes(perReq))
+	if len(extras) > 0 {
+		what += " (with " + joinWords(extras) + ")"
+	}
+	n.perRun = append(n.perRun,
+		need{path, int64(growth * reqs * float64(perReq)), what},
+		need{"server.queue", int64(growth * queued * queueEntryBytes), fmt.Sprintf("a queue of up to %s requests", results.Count(math.Round(queued)))},
+	)
+	if anySenders && sc.Workload.Senders > 0 {
+		n.perRun = append(n.perRun, need{"workload.senders", int64(sc.Workload.Senders) * senderBytes,
+			fmt.Sprintf("%s senders x %s", results.Count(float64(sc.Workload.Senders)), results.Bytes(senderBytes))})
+	}
+	n.PerRun = eventListBytes
+	for _, p := range n.perRun {
+		n.PerRun += p.bytes
+	}
+	// Largest first, for the message.
+	for i := 1; i < len(n.perRun); i++ {
+		for j := i; j > 0 && n.perRun[j].bytes > n.perRun[j-1].bytes; j-- {
+			n.perRun[j], n.perRun[j-1] = n.perRun[j-1], n.perRun[j]
+		}
+	}
+	return n
+}
+
+// requestsOf returns how many requests a run of sc creates (the expected
+// number, for uncapped poisson arrivals) and the field that says so.
+func requestsOf(sc *scenarios.Scenario) (float64, string) {
+	w := sc.Workload
+	if w.Arrival.Kind != scenarios.Poisson {
+		return float64(w.Requests), "workload.requests"
+	}
+	a := w.Arrival
+	end := a.Until
+	if end == 0 {
+		end = sc.Duration
+	}
+	end = min(end, sc.Duration)
+	mean := 0.0
+	for t := a.From; t < end; {
+		rate, until := rateAt(a, end, t)
+		mean += rate * (until - t).Seconds()
+		t = until
+	}
+	// Six standard deviations above the mean: a run that makes more is
+	// a one in a billion.
+	n := mean + 6*math.Sqrt(mean)
+	path := "workload.arrival.rate"
+	if w.Requests > 0 && float64(w.Requests) <= n {
+		return float64(w.Requests), "workload.requests"
+	}
+	return n, path
+}
+
+// Fit returns how many runs may go at once, at most opts.Parallel (0:
+// GOMAXPROCS), for sc's runs to fit in limit bytes of memory (0: no
+// limit) and in MaxRows rows of time series; it is an error, naming the
+// field and the figures, when even one run at a time does not fit. sc
+// must be valid.
+func Fit(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
+	n := Estimate(sc, opts)
+	if err := n.check(sc, limit, false); err != nil {
+		return 0, err
+	}
+	return n.fit(limit), nil
+}
+
+// FitUnits is Fit for runs that are not kept once done (a sweep writes
+// each run's record as it ends): what must fit is AtOnce runs in progress
+// and as many finished ones.
+func FitUnits(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
+	n := Estimate(sc, opts)
+	n.Runs = n.AtOnce
+	n.Rows = 0
+	if err := n.check(sc, limit, true); err != nil {
+		return 0, err
+	}
+	return n.fit(limit), nil
+}
+
+// fit returns how many runs fit at once.
+func (n Needs) fit(limit int64) int {
+	if limit <= 0 {
+		return n.AtOnce
+	}
+	for n.AtOnce > 1 && n.Memory() > limit {
+		n.AtOnce--
+	}
+	return n.AtOnce
+}
+
+// check reports what does not fit, with one run at a time.
+func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool) error {
+	fail := func(path, format string, args ...any) error {
+		line, col := sc.Position(path)
+		return &scenarios.Error{File: sc.File(), Line: max(line, 1), Col: max(col, 1), Path: path, Msg: fmt.Sprintf(format, args...)}
+	}
+	if n.Requests > scenarios.MaxCount {
+		_, path := requestsOf(sc)
+		return fail(path, "a run would make about %s requests, more than the most herdlab counts (%s)",
+			results.Count(math.Round(n.Requests)), results.Count(scenarios.MaxCount))
+	}
+	if n.Rows > MaxRows {
+		buckets := n.Rows / int64(n.Runs)
+		return fail("bucket", "%s buckets a run x %d runs (strategies x replications) make %s rows of timeseries.csv (about %s); at most %s: use a wider bucket, fewer runs or fewer strategies",
+			results.Count(float64(buckets)), n.Runs, results.Count(float64(n.Rows)), results.Bytes(n.Rows*60), results.Count(MaxRows))
+	}
+	if limit <= 0 {
+		return nil
+	}
+	n.AtOnce = 1
+	if n.Memory() <= limit {
+		return nil
+	}
+	limitText := results.Bytes(limit)
+	kept := int64(n.Runs) * n.Kept
+	if !units && kept > n.PerRun {
+		buckets := (sc.Duration + sc.Bucket - 1) / sc.Bucket
+		path := "runs"
+		if n.Runs/sc.Runs > sc.Runs {
+			path = "strategies"
+		}
+		if buckets > 10_000 {
+			path = "bucket"
+		}
+		return fail(path, "%d runs (strategies x replications) of %s buckets each keep about %s in memory until the outputs are written (%s a run); the limit is %s (--max-memory)",
+			n.Runs, results.Count(float64(buckets)), results.Bytes(kept), results.Bytes(n.Kept), limitText)
+	}
+	top := n.perRun[0]
+	return fail(top.path, "a run needs about %s of memory: %s; the limit is %s (--max-memory)",
+		results.Bytes(n.PerRun+n.Kept+baseMemory), top.what, limitText)
+}
+
+// joinWords joins words as a list in prose: a, b and c.
+func joinWords(words []string) string {
+	switch len(words) {
+	case 0:
+		return ""
+	case 1:
+		return words[0]
+	}
+	s := words[0]
+	for _, w := range words[1 : len(words)-1] {
+		s += ", " + w
+	}
+	return s + " and " + words[len(words)-1]
+}

@@ -1,0 +1,159 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+func TestEstimate(t *testing.T) {
+	sc := scenarioOf(t, `
+name: e
+duration: 100s
+bucket: 100ms
+server: {concurrency: 10}
+workload: {requests: 100000}
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+  - {name: b, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	sc.Runs = 3
+	n := Estimate(sc, Options{Parallel: 2})
+	assert.Equal(t, 100000.0, n.Requests)
+	assert.Equal(t, 6, n.Runs)
+	assert.Equal(t, 2, n.AtOnce)
+	assert.Equal(t, int64(6*1000), n.Rows)
+	assert.Equal(t, baseMemory+6*n.Kept+2*n.PerRun, n.Memory())
+
+	one := Estimate(sc, Options{Parallel: 2, Strategies: []string{"b"}})
+	assert.Equal(t, 3, one.Runs)
+
+	// Poisson arrivals: the expected count, with room above it.
+	sc.Workload.Requests = 0
+	sc.Workload.Arrival = scenarios.Arrival{Kind: scenarios.Poisson, Rate: 100, Schedule: []scenarios.RateStep{{From: 10 * time.Second, Until: 20 * time.Second, Rate: 1100}}}
+	mean := 100.0*90 + 1100*10
+	assert.InDelta(t, mean+6*141.42, Estimate(sc, Options{}).Requests, 1)
+	sc.Workload.Requests = 5000 // a cap below that
+	assert.Equal(t, 5000.0, Estimate(sc, Options{}).Requests)
+}
+
+func TestFit(t *testing.T) {
+	sc := scenarioOf(t, `
+name: fit
+duration: 1m
+server: {concurrency: 10}
+workload: {requests: 2000000}
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+  - {name: b, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	n := Estimate(sc, Options{Parallel: 2})
+	two, one := n.Memory(), n.Memory()-n.PerRun
+
+	got, err := Fit(sc, Options{Parallel: 2}, 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got, "no limit")
+	got, err = Fit(sc, Options{Parallel: 2}, two)
+	require.NoError(t, err)
+	assert.Equal(t, 2, got, "both fit")
+	got, err = Fit(sc, Options{Parallel: 2}, two-1)
+	require.NoError(t, err)
+	assert.Equal(t, 1, got, "one at a time fits")
+
+	_, err = Fit(sc, Options{Parallel: 2}, one-1)
+	require.Error(t, err)
+	var se *scenarios.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "workload.requests", se.Path, "the field that makes it big")
+	assert.Equal(t, 5, se.Line)
+	assert.Equal(t, 22, se.Col)
+	assert.Contains(t, err.Error(), "x.yaml:5:22: workload.requests: a run needs about")
+	assert.Contains(t, err.Error(), "2,000,000 requests x")
+	assert.Contains(t, err.Error(), "the limit is")
+
+	// The same through Run: refused before anything runs.
+	_, err = Run(context.Background(), sc, Options{Parallel: 2, MaxMemory: one - 1})
+	require.ErrorAs(t, err, &se)
+}
+
+func TestFitNamesWhatIsKept(t *testing.T) {
+	sc := scenarioOf(t, `
+name: kept
+duration: 1h
+bucket: 10ms
+runs: 10
+server: {concurrency: 10}
+workload: {requests: 10}
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	// 360,000 buckets x 10 runs: 3.6 million rows, in bounds, but the
+	// series kept in memory are what is big.
+	_, err := Fit(sc, Options{}, 256<<20)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bucket: 10 runs (strategies x replications) of 360,000 buckets each keep about")
+
+	sc.Runs = 20
+	_, err = Fit(sc, Options{}, 0)
+	require.Error(t, err, "rows are bounded whatever the memory")
+	assert.Contains(t, err.Error(), "7,200,000 rows of timeseries.csv")
+}
+
+func TestFitRefusesUncountablePoissonArrivals(t *testing.T) {
+	sc := scenarioOf(t, `
+name: flood
+duration: 1h
+server: {concurrency: 10}
+workload: {arrival: {kind: poisson, rate: 1e9}}
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	_, err := Fit(sc, Options{}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "x.yaml:5:43: workload.arrival.rate: a run would make about 3,600,0")
+}
+
+// TestEventBudget: a run that would never end in reasonable time stops at
+// its event budget, naming the strategy and why.
+func TestEventBudget(t *testing.T) {
+	sc := scenarioOf(t, `
+name: spin
+duration: 15m
+server:
+  concurrency: 10
+  outages: [{start: 0s, duration: 10m}]
+workload: {requests: 100}
+strategies:
+  - {name: patient, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+  - {name: spinning, backoff: {kind: fixed, delay: 1ns}}
+`)
+	_, err := Run(context.Background(), sc, Options{MaxEvents: 100_000})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, ErrEventBudget))
+	assert.Contains(t, err.Error(), "strategy spinning stopped after 100,000 events, at t=")
+	assert.NotContains(t, err.Error(), "patient")
+
+	// Exactly at the budget, not a batch past it.
+	w := newWorld(sc, &sc.Strategies[1], 0, 1)
+	w.maxEvents = 1234
+	_, err = w.simulate(context.Background())
+	require.ErrorIs(t, err, ErrEventBudget)
+	assert.Equal(t, int64(1234), w.events)
+
+	res, err := Run(context.Background(), sc, Options{Strategies: []string{"patient"}, MaxEvents: 100_000})
+	require.NoError(t, err, "a run within its budget is not touched")
+	assert.Less(t, res.Summary.Strategies[0].Engine.Events, int64(100_000))
+}
+
+func scenarioOf(t *testing.T, yaml string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse("x.yaml", []byte(yaml))
+	require.NoError(t, err)
+	return sc
+}
