@@ -22,8 +22,20 @@ import (
 )
 
 // DriverOptions says where and how Replay and ReplayDLQ send. The zero
-// value (with a Target) runs at scale 1 with seed 0, no DLQ writer and a
-// pool of 256 connections.
+// value (with a Target) runs at scale 1 with seed 0, no DLQ writer, 256
+// connections and no progress.
+//
+// The connection model: one process stands in for every sender. An
+// attempt in flight holds one connection for its round trip;
+// connections are kept alive and pooled, shared by all senders, and at
+// most MaxConns are in use at once (a sender's own concurrency is the
+// scenario's workload.workers). An attempt that finds every connection
+// in use waits for one, and the wait is not part of the attempt: its
+// bucket, its timeout and its DriverStats lag count from the moment it
+// has its connection. Such waits make the real herd go out later than
+// the simulated one: DriverConnsNeeded says how many connections a
+// scenario needs, and DriverStats.Check tells a replay that could not
+// keep time.
 type DriverOptions struct {
 	// Target is the URL every attempt is POSTed to, such as
 	// http://127.0.0.1:8080/.
@@ -45,10 +57,16 @@ type DriverOptions struct {
 	// DriverDeadLetter), one Write a line, from one goroutine; a writer
 	// shared by concurrent calls must be safe for concurrent use.
 	DLQ io.Writer
-	// MaxConns bounds the connections to the target (the default
-	// client's pool per host); 0 means DriverDefaultMaxConns. The
-	// process's open-file limit must allow it (see DriverCheckFileLimit).
+	// MaxConns bounds the attempts in flight that hold a connection to
+	// the target (and the default client's pool per host); 0 means
+	// DriverDefaultMaxConns. The process's open-file limit must allow it
+	// (see DriverCheckFileLimit).
 	MaxConns int
+	// Progress, when set, is called by Replay's loop with the buckets of
+	// scenario time done so far, each time one ends (from 1 up to the
+	// horizon's; a run that ends early, with nothing left to do, jumps
+	// to the end).
+	Progress func(buckets int)
 	// Client, when set, sends every attempt; it should have no overall
 	// Timeout (each attempt's deadline comes from its context) and should
 	// not follow redirects. Nil means a client of the driver's own: one
@@ -69,7 +87,8 @@ const DriverDefaultMaxConns = 256
 const driverFileSlack = 64
 
 // DriverStats is what Replay saw beyond the results: the timing of every
-// retry, the outcomes, the concurrency reached.
+// retry, the outcomes, the concurrency reached, and how well it kept
+// time.
 type DriverStats struct {
 	// Start is the wall-clock time of scenario time 0.
 	Start time.Time
@@ -83,10 +102,57 @@ type DriverStats struct {
 	Outcomes map[string]int64
 	// PeakInFlight is the most attempts in flight at once.
 	PeakInFlight int
+	// Sent counts the attempts handed to the HTTP client. Late counts
+	// those handed to it more than LateBy (a quarter of a bucket on the
+	// wall clock, at least 10 ms) after they were due, for whatever
+	// reason: a wait for a connection, or a loop or machine too busy to
+	// keep time; MaxLag is the latest one, on the wall clock.
+	Sent, Late int64
+	LateBy     time.Duration
+	MaxLag     time.Duration
+	// ConnWaits counts the attempts that found every connection in use
+	// and waited for one (see DriverOptions), ConnWaitMax the longest
+	// wait, on the wall clock; MaxConns is the bound they waited for.
+	ConnWaits   int64
+	ConnWaitMax time.Duration
+	MaxConns    int
 	// Wall is the wall-clock time of the run.
 	Wall time.Duration
 	// Partial is true when the run was cut short by its context.
 	Partial bool
+}
+
+// driverLateFloor is the least lateness that makes an attempt late, on
+// the wall clock: below it, a busy machine's scheduling, not a replay
+// that cannot keep up.
+const driverLateFloor = 10 * time.Millisecond
+
+// driverLateShare is the share of late attempts (DriverStats.Late /
+// Sent) beyond which a run's figures are not those of the scenario.
+const driverLateShare = 0.05
+
+// ErrDriverLate is returned by DriverStats.Check for a run that could
+// not send its attempts when they were due.
+var ErrDriverLate = errors.New("realhttp: the replay could not send the attempts when they were due")
+
+// Check returns an error wrapping ErrDriverLate when more than 5% of the
+// attempts went out late (see Late): the herd then reached the server
+// spread over more time than in the scenario, and the run's load and
+// recovery figures are not the scenario's. The error names the
+// connection bound when attempts waited for connections.
+func (s DriverStats) Check() error {
+	if s.Sent == 0 || float64(s.Late) <= driverLateShare*float64(s.Sent) {
+		return nil
+	}
+	err := fmt.Errorf("%w: %d of %d attempts went out more than %s late (up to %s)",
+		ErrDriverLate, s.Late, s.Sent, s.LateBy, s.MaxLag.Round(time.Millisecond))
+	if s.ConnWaits > 0 {
+		err = fmt.Errorf("%w; %d waited for one of the %d connections (up to %s): raise the connection bound, or on a busy machine use a milder time scale or fewer requests",
+			err, s.ConnWaits, s.MaxConns, s.ConnWaitMax.Round(time.Millisecond))
+	} else {
+		err = fmt.Errorf("%w: the machine could not keep up; use a milder time scale or fewer requests", err)
+	}
+	return err
 }
 
 // DriverSend is the timing of one attempt, in scenario time since the
@@ -131,7 +197,19 @@ type DriverDeadLetter struct {
 	Attempts int     `json:"attempts"`
 	T        float64 `json:"t"`
 	Strategy string  `json:"strategy,omitempty"`
+	// Outcome is what the last attempt got (success, refused, timeout,
+	// reset, 5xx, 429, 4xx), Status its HTTP status when it had an
+	// answer; both absent for a letter never sent. Error is the
+	// client's error for a last attempt without an answer (ReplayDLQ
+	// only).
+	Outcome string `json:"outcome,omitempty"`
+	Status  int    `json:"status,omitempty"`
+	Error   string `json:"error,omitempty"`
 }
+
+// OpenFileLimit returns the process's limit on open files (the soft
+// RLIMIT_NOFILE), and false where it cannot be read.
+func OpenFileLimit() (uint64, bool) { return driverOpenFileLimit() }
 
 // DriverCheckFileLimit returns an error saying how to raise the limit
 // when the process may not open need files (RLIMIT_NOFILE). Replay
@@ -179,11 +257,13 @@ type driverRequest struct {
 	created time.Duration // scenario time of its arrival
 	planned time.Duration // scenario time its next attempt is due
 	sender  int32
-	tag     int32 // attempts sent: the number of the one in flight
-	bucket  int32 // the bucket the attempt in flight was sent in
+	tag     int32  // attempts sent: the number of the one in flight
+	bucket  int32  // the bucket the attempt in flight was sent in
+	status  uint16 // the HTTP status of the last answer, 0 for none
 	state   uint8
 	reason  strategies.Reason
 	flags   uint8
+	last    uint8 // the outcome of the last attempt + 1, 0 before any
 }
 
 // driverSender is one sender's state beyond the strategy's: its
@@ -198,23 +278,27 @@ type driverDone struct {
 	i, tag int32
 	driverAnswer
 	actual time.Duration // scenario time it was handed to the client
+	waited time.Duration // wall time it waited for a connection, 0 for none
 }
 
 // driver is one Replay: the state of the simulator's world, on the wall
 // clock. Everything but done, wg and the attempts' arguments belongs to
 // the loop's goroutine.
 type driver struct {
-	sc      *scenarios.Scenario
-	policy  *strategies.Policy
-	client  *http.Client
-	target  string
-	dlq     io.Writer
-	dlqErr  error
-	scale   float64
-	start   time.Time
-	now     time.Duration // scenario time of the loop, never decreasing
-	horizon time.Duration
-	timeout time.Duration // per-attempt timeout on the wall clock, 0 for none
+	sc       *scenarios.Scenario
+	policy   *strategies.Policy
+	client   *http.Client
+	slots    chan struct{} // a token per attempt holding a connection
+	target   string
+	dlq      io.Writer
+	dlqErr   error
+	scale    float64
+	start    time.Time
+	now      time.Duration // scenario time of the loop, never decreasing
+	horizon  time.Duration
+	timeout  time.Duration // per-attempt timeout on the wall clock, 0 for none
+	lateBy   time.Duration // on the wall clock: a send later than this is late
+	progress func(int)
 
 	rArrive, rRetry *rand.Rand
 
@@ -277,10 +361,13 @@ type driver struct {
 // refused, and anything after connecting (a reset, EOF) a reset. A
 // Retry-After header on a 429 or 503 is parsed by
 // strategies.ParseRetryAfter against the response's Date header (the
-// local clock without one) and given to the policy. The deadline also
-// covers the wait for a connection of the pool, as it does for a real
-// client whose pool is full. A 503 whose Herdlab-Reason is overload (the
-// herdlab test server's full queue) counts as rejected.
+// local clock without one) and given to the policy. An attempt that
+// waits for one of the opts.MaxConns connections is not sent yet: its
+// deadline starts, and it is counted in a bucket, once it has one (see
+// the connection model of DriverOptions, and DriverStats.Check for a
+// run that could not send its attempts when they were due). A 503 whose
+// Herdlab-Reason is overload (the herdlab test server's full queue)
+// counts as rejected.
 //
 // Time scale: every scenario duration runs multiplied by
 // opts.TimeScale on the wall clock, and a Retry-After hint is read as
@@ -290,8 +377,10 @@ type driver struct {
 // One goroutine runs the loop: it owns every request's state, sleeps on
 // one timer until the earliest due event (an arrival or the end of a
 // backoff wait) and starts each attempt in a goroutine of its own that
-// does the HTTP request with the policy's per-attempt timeout as its
-// context deadline and reports back. No goroutine waits out a backoff.
+// takes a connection slot, does the HTTP request with the policy's
+// per-attempt timeout as its context deadline and reports back. No
+// goroutine waits out a backoff. opts.Progress is told of each bucket's
+// end.
 //
 // The run ends at the horizon or as soon as nothing more can happen
 // before it (every request final, or waiting past the horizon); attempts
@@ -321,6 +410,10 @@ func driverScale(opts DriverOptions) (float64, error) {
 	return s, nil
 }
 
+// CheckTarget checks a target URL as Replay and ReplayDLQ take it: http://
+// or https:// with a host.
+func CheckTarget(target string) error { return driverTarget(target) }
+
 // driverTarget checks a target URL.
 func driverTarget(target string) error {
 	u, err := url.Parse(target)
@@ -333,15 +426,24 @@ func driverTarget(target string) error {
 	return nil
 }
 
+// driverConns returns the connection bound opts ask for.
+func driverConns(opts DriverOptions) (int, error) {
+	switch conns := opts.MaxConns; {
+	case conns < 0:
+		return 0, fmt.Errorf("realhttp: MaxConns must be >= 0, got %d", conns)
+	case conns == 0:
+		return DriverDefaultMaxConns, nil
+	default:
+		return conns, nil
+	}
+}
+
 // driverClient returns the client opts ask for and a function that
 // closes what the driver opened, after checking the open-file limit.
 func driverClient(opts DriverOptions) (*http.Client, func(), error) {
-	conns := opts.MaxConns
-	if conns < 0 {
-		return nil, nil, fmt.Errorf("realhttp: MaxConns must be >= 0, got %d", conns)
-	}
-	if conns == 0 {
-		conns = DriverDefaultMaxConns
+	conns, err := driverConns(opts)
+	if err != nil {
+		return nil, nil, err
 	}
 	if err := DriverCheckFileLimit(conns + driverFileSlack); err != nil {
 		return nil, nil, err
@@ -371,6 +473,7 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	if err != nil {
 		return nil, nil, err
 	}
+	conns, _ := driverConns(opts) // checked by driverClient
 	seed := sc.Seed
 	if opts.Seed != 0 {
 		seed = opts.Seed
@@ -380,7 +483,10 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 		sc:       sc,
 		policy:   st.Policy(),
 		client:   client,
+		slots:    make(chan struct{}, conns),
 		target:   opts.Target,
+		lateBy:   max(driverToWall(sc.Bucket, scale)/4, driverLateFloor),
+		progress: opts.Progress,
 		dlq:      opts.DLQ,
 		scale:    scale,
 		horizon:  sc.Duration,
@@ -421,7 +527,7 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	d.run = results.NewRun(st.Name, run, buckets)
 	d.nextSample = sc.Bucket
-	d.stats = DriverStats{TimeScale: scale, Outcomes: map[string]int64{}}
+	d.stats = DriverStats{TimeScale: scale, Outcomes: map[string]int64{}, MaxConns: conns, LateBy: d.lateBy}
 	return d, closeIdle, nil
 }
 
@@ -569,6 +675,9 @@ func (d *driver) sample() {
 	b.Delayed = int64(d.delayed)
 	d.sampled++
 	d.nextSample += d.bucket
+	if d.progress != nil {
+		d.progress(d.sampled)
+	}
 }
 
 // current returns the bucket holding now.
@@ -648,14 +757,28 @@ func (d *driver) try(i int32) {
 	d.wg.Go(func() { d.attempt(i, tag, call) })
 }
 
-// attempt is the goroutine of one attempt: it sends it and reports the
-// outcome to the loop, unless the run has ended.
+// attempt is the goroutine of one attempt: it takes a connection slot
+// (waiting for one when all are in use), sends the attempt and reports
+// the outcome to the loop, unless the run has ended.
 func (d *driver) attempt(i, tag int32, call driverCall) {
+	var waited time.Duration
+	select {
+	case d.slots <- struct{}{}:
+	default:
+		from := time.Now()
+		select {
+		case d.slots <- struct{}{}:
+		case <-d.runCtx.Done():
+			return
+		}
+		waited = max(time.Since(from), 1)
+	}
 	a, sent, live := driverSend(d.runCtx, d.client, d.target, call)
+	<-d.slots
 	if !live {
 		return
 	}
-	c := driverDone{i: i, tag: tag, driverAnswer: a, actual: d.scenarioTime(sent.Sub(d.start))}
+	c := driverDone{i: i, tag: tag, driverAnswer: a, actual: d.scenarioTime(sent.Sub(d.start)), waited: waited}
 	select {
 	case d.done <- c:
 	case <-d.runCtx.Done():
@@ -692,6 +815,22 @@ func (d *driver) complete(c driverDone) {
 	if r.tag > 1 {
 		d.stats.Retries = append(d.stats.Retries, DriverSend{Request: int(c.i), Attempt: int(c.tag), Planned: r.planned, Actual: c.actual})
 	}
+	d.stats.Sent++
+	if lag := driverToWall(c.actual-r.planned, d.scale); lag > d.lateBy {
+		d.stats.Late++
+		d.stats.MaxLag = max(d.stats.MaxLag, lag)
+	}
+	if c.waited > 0 {
+		// The attempt went when it had its connection: count it there.
+		d.stats.ConnWaits++
+		d.stats.ConnWaitMax = max(d.stats.ConnWaitMax, c.waited)
+		if sent := int32(min(c.actual/d.bucket, time.Duration(len(d.run.Series)-1))); sent > r.bucket {
+			d.run.Series[r.bucket].Attempts--
+			d.run.Series[sent].Attempts++
+			r.bucket = sent
+		}
+	}
+	r.last, r.status = uint8(o)+1, uint16(c.status)
 	b := &d.run.Series[r.bucket]
 	switch o {
 	case strategies.Success:
@@ -755,14 +894,19 @@ func (d *driver) writeDeadLetter(i int32) {
 		return
 	}
 	r := &d.reqs[i]
-	d.dlqErr = driverWriteDeadLetter(d.dlq, DriverDeadLetter{
+	l := DriverDeadLetter{
 		Request:  int(i),
 		Key:      r.key.String(),
 		Reason:   r.reason.String(),
 		Attempts: int(r.tag),
 		T:        d.now.Seconds(),
 		Strategy: d.run.Strategy,
-	})
+		Status:   int(r.status),
+	}
+	if r.last > 0 {
+		l.Outcome = strategies.Outcome(r.last - 1).String()
+	}
+	d.dlqErr = driverWriteDeadLetter(d.dlq, l)
 }
 
 // final notes that request r reached a final state now.

@@ -106,32 +106,53 @@ const driverReplayInFlight = 4
 // cannot turn into a herd of its own; run it again for what is left.
 // When opts.DLQ is set, every dead letter not delivered is written to it
 // again, in the input's order: a failed one with one more attempt, the
-// time of the failure in seconds since the start of the replay, and the
-// reason max_attempts (not_retryable for a 4xx), an unsent one as it was
-// read. Nothing is lost.
+// time of the failure in seconds since the start of the replay, the
+// reason max_attempts (not_retryable for a 4xx), and why this send
+// failed (its outcome, HTTP status, or the client's error); an unsent
+// one as it was read. Nothing is lost.
 //
 // A malformed input sends nothing and returns every problem found. When
 // ctx ends, sending stops, sends in flight are abandoned, and the stats
 // so far are returned with an error wrapping ctx's error.
 func ReplayDLQ(ctx context.Context, dlq io.Reader, target string, rate float64, opts DriverOptions) (DLQReplayStats, error) {
-	stats := DLQReplayStats{Outcomes: map[string]int64{}}
+	if err := driverDLQArgs(target, rate, opts); err != nil {
+		return DLQReplayStats{Outcomes: map[string]int64{}}, err
+	}
+	letters, err := DriverReadDeadLetters(dlq)
+	if err != nil {
+		return DLQReplayStats{Outcomes: map[string]int64{}}, err
+	}
+	return ReplayDeadLetters(ctx, letters, target, rate, opts)
+}
+
+// driverDLQArgs checks the arguments of a DLQ replay.
+func driverDLQArgs(target string, rate float64, opts DriverOptions) error {
 	if target == "" {
 		target = opts.Target
 	}
 	if err := driverTarget(target); err != nil {
-		return stats, err
+		return err
 	}
-	scale, err := driverScale(opts)
-	if err != nil {
-		return stats, err
+	if _, err := driverScale(opts); err != nil {
+		return err
 	}
 	if !(rate > 0) || math.IsInf(rate, 1) {
-		return stats, fmt.Errorf("realhttp: replay rate must be > 0 per second, got %v", rate)
+		return fmt.Errorf("realhttp: replay rate must be > 0 per second, got %v", rate)
 	}
-	letters, err := DriverReadDeadLetters(dlq)
-	if err != nil {
+	_, err := driverConns(opts)
+	return err
+}
+
+// ReplayDeadLetters is ReplayDLQ for dead letters already read.
+func ReplayDeadLetters(ctx context.Context, letters []DriverDeadLetter, target string, rate float64, opts DriverOptions) (DLQReplayStats, error) {
+	stats := DLQReplayStats{Outcomes: map[string]int64{}}
+	if err := driverDLQArgs(target, rate, opts); err != nil {
 		return stats, err
 	}
+	if target == "" {
+		target = opts.Target
+	}
+	scale, _ := driverScale(opts)
 	stats.Read = int64(len(letters))
 	client, closeIdle, err := driverClient(opts)
 	if err != nil {
@@ -150,7 +171,7 @@ func ReplayDLQ(ctx context.Context, dlq io.Reader, target string, rate float64, 
 
 	// The state of every dead letter, each written by its own goroutine.
 	type sendState struct {
-		res  strategies.Result
+		driverAnswer
 		at   time.Duration // scenario time of the answer
 		done bool          // answered (or timed out)
 	}
@@ -194,12 +215,11 @@ send:
 			defer func() { <-sem }()
 			a, _, live := driverSend(runCtx, client, target, call)
 			if live {
-				res := a.res
 				at := time.Since(start)
 				if scale != 1 {
 					at = time.Duration(float64(at) / scale)
 				}
-				states[k] = sendState{res: res, at: at, done: true}
+				states[k] = sendState{driverAnswer: a, at: at, done: true}
 			}
 		})
 	}
@@ -226,6 +246,10 @@ send:
 			l.Reason = strategies.MaxAttempts.String()
 			if !strategies.DefaultRetryOn.Has(s.res.Outcome) {
 				l.Reason = strategies.NotRetryable.String()
+			}
+			l.Outcome, l.Status, l.Error = s.res.Outcome.String(), s.status, ""
+			if s.err != nil {
+				l.Error = s.err.Error()
 			}
 			out = &l
 		}

@@ -95,22 +95,24 @@ func driverBody(request int) []byte {
 // Idempotency-Key header would otherwise make it "replayable", and a lost
 // response would be retried out of sight of the policy.
 func driverSend(ctx context.Context, client *http.Client, target string, c driverCall) (a driverAnswer, sent time.Time, live bool) {
-	res, rejected, sent, live := driverSendResult(ctx, client, target, c)
-	return driverAnswer{res: res, rejected: rejected}, sent, live
+	return driverSendResult(ctx, client, target, c)
 }
 
 // driverAnswer is what a sender saw of one attempt: the outcome for the
-// policy, and whether the 503 was the server's full queue (the herdlab
-// test server says so in its Herdlab-Reason header).
+// policy, whether the 503 was the server's full queue (the herdlab test
+// server says so in its Herdlab-Reason header), the HTTP status (0
+// without an answer) and the client's error without an answer.
 type driverAnswer struct {
 	res      strategies.Result
 	rejected bool
+	status   int
+	err      error
 }
 
 // driverRejectedReason is the Herdlab-Reason of a 503 for a full queue.
 const driverRejectedReason = "overload"
 
-func driverSendResult(ctx context.Context, client *http.Client, target string, c driverCall) (res strategies.Result, rejected bool, sent time.Time, live bool) {
+func driverSendResult(ctx context.Context, client *http.Client, target string, c driverCall) (a driverAnswer, sent time.Time, live bool) {
 	actx, cancel := ctx, context.CancelFunc(func() {})
 	if c.timeout > 0 {
 		actx, cancel = context.WithTimeout(ctx, c.timeout)
@@ -118,7 +120,7 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, target, nil)
 	if err != nil { // the target was checked before the run
-		return strategies.Result{Outcome: strategies.ClientError}, false, time.Now(), true
+		return driverAnswer{res: strategies.Result{Outcome: strategies.ClientError}, err: err}, time.Now(), true
 	}
 	body := driverBody(c.request)
 	req.Body = io.NopCloser(bytes.NewReader(body))
@@ -137,22 +139,25 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
-			return res, false, sent, false
+			return a, sent, false
 		}
-		return strategies.Result{Outcome: driverClassify(actx, err)}, false, sent, true
+		return driverAnswer{res: strategies.Result{Outcome: driverClassify(actx, err)}, err: err}, sent, true
 	}
 	defer resp.Body.Close()
+	res := &a.res
+	a.status = resp.StatusCode
 	res.Outcome = driverStatusOutcome(resp.StatusCode)
-	rejected = res.Outcome == strategies.ServerError && resp.Header.Get("Herdlab-Reason") == driverRejectedReason
+	a.rejected = res.Outcome == strategies.ServerError && resp.Header.Get("Herdlab-Reason") == driverRejectedReason
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, driverMaxBody))
 	if err != nil {
 		if ctx.Err() != nil {
-			return res, false, sent, false
+			return a, sent, false
 		}
 		if res.Outcome == strategies.Success {
 			// The answer was cut short: the sender cannot know that the
 			// request succeeded.
 			res.Outcome = driverClassify(actx, err)
+			a.status, a.err = 0, err
 		}
 	}
 	if v := resp.Header.Get("Retry-After"); v != "" &&
@@ -163,7 +168,7 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 		}
 		res.RetryAfter, res.HasRetryAfter = strategies.ParseRetryAfter(v, date)
 	}
-	return res, rejected, sent, true
+	return a, sent, true
 }
 
 // driverStatusOutcome maps an HTTP status to an outcome: 2xx success,

@@ -370,6 +370,8 @@ func TestDriverAlwaysFailingDeadLetters(t *testing.T) {
 	}
 	for _, l := range letters {
 		assert.Equal(t, "max_attempts", l.Reason)
+		assert.Equal(t, "5xx", l.Outcome, "why the last attempt failed")
+		assert.Equal(t, http.StatusInternalServerError, l.Status)
 		assert.Equal(t, attempts, l.Attempts)
 		assert.Equal(t, seen[l.Request], l.Key, "the key the server saw")
 		assert.Equal(t, "test", l.Strategy)
@@ -415,14 +417,16 @@ func TestDriverTimeScale(t *testing.T) {
 
 // driverTimingRun replays 1,000 senders in a burst, each retried once
 // after a full-jitter wait of up to 1s, against a handler that answers at
-// once, and returns the median gap between planned and actual send time
+// once, through 1,000 connections, and returns the median gap between planned and actual send time
 // of the retries in the driver and at the server, and the earliest at
 // the server.
 func driverTimingRun(t testing.TB) (driver, server, earliest time.Duration, stats DriverStats) {
 	rec := &driverRecorder{answer: driverFailFirst(1)}
 	full := scenarios.Backoff{Kind: scenarios.BackoffFullJitter, Base: time.Second, Cap: time.Second}
 	sc, st := driverScenario(t, 1000, driverStrategy(full, 3, 10*time.Second), nil)
-	run, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL})
+	// A connection a sender: no retry waits for one behind the first
+	// burst, and the gap is the scheduler's alone.
+	run, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, MaxConns: 1000})
 	require.EqualValues(t, 1000, run.Delivered)
 	require.Len(t, stats.Retries, 1000)
 	driver, _ = stats.GapQuantile(0.5)
@@ -633,6 +637,85 @@ func TestDriverTenThousandSenders(t *testing.T) {
 	assert.LessOrEqual(t, rec.peak, DriverDefaultMaxConns, "the pool bounds connections")
 }
 
+func TestDriverConnectionWaitIsNotAnAttempt(t *testing.T) {
+	// Two connections for ten senders whose attempts take 30 ms each:
+	// eight wait for a connection, longer than their 50 ms timeout for
+	// the last ones. The wait is not part of the attempt: nothing times
+	// out, and the run says that it could not keep time.
+	rec := &driverRecorder{answer: func(http.ResponseWriter, *http.Request, driverHit) { time.Sleep(30 * time.Millisecond) }}
+	sc, st := driverScenario(t, 10, driverStrategy(driverFixed(time.Second), 1, 50*time.Millisecond), func(sc *scenarios.Scenario) {
+		sc.Bucket = 40 * time.Millisecond
+	})
+	run, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, MaxConns: 2})
+	assert.EqualValues(t, 10, run.Delivered, "no attempt timed out waiting for a connection")
+	assert.Zero(t, run.TimedOut)
+	assert.LessOrEqual(t, rec.peak, 2, "two connections at most")
+	assert.EqualValues(t, 8, stats.ConnWaits)
+	assert.GreaterOrEqual(t, stats.ConnWaitMax, 90*time.Millisecond)
+	assert.Less(t, run.Series[0].Attempts, int64(10), "an attempt counts when it has its connection")
+	err := stats.Check()
+	require.ErrorIs(t, err, ErrDriverLate)
+	assert.Contains(t, err.Error(), "waited for one of the 2 connections")
+	t.Logf("%v", err)
+}
+
+func TestDriverKeepsTime(t *testing.T) {
+	rec := &driverRecorder{}
+	// 50 senders over 5 s at scale 0.1, in buckets of 4 s: an attempt
+	// is late after 100 ms, which a loaded machine keeps to.
+	sc, st := driverScenario(t, 50, driverStrategy(driverFixed(time.Second), 1, time.Second), func(sc *scenarios.Scenario) {
+		sc.Workload.Arrival = scenarios.Arrival{Kind: scenarios.Uniform, Until: 5 * time.Second}
+		sc.Duration = 8 * time.Second
+		sc.Bucket = 4 * time.Second
+	})
+	var progress []int
+	_, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.1, Progress: func(n int) { progress = append(progress, n) }})
+	assert.EqualValues(t, 50, stats.Sent)
+	assert.Zero(t, stats.ConnWaits)
+	assert.Equal(t, 100*time.Millisecond, stats.LateBy, "a quarter of a bucket on the wall clock")
+	assert.NoError(t, stats.Check())
+	assert.Equal(t, []int{1, 2}, progress, "each bucket of the horizon")
+
+	assert.NoError(t, DriverStats{Sent: 1000, Late: 50}.Check(), "5% late is within the bound")
+	assert.ErrorIs(t, DriverStats{Sent: 1000, Late: 51}.Check(), ErrDriverLate)
+}
+
+func TestDriverConnsNeeded(t *testing.T) {
+	sc, _ := driverScenario(t, 1, driverStrategy(driverFixed(time.Second), 1, 3*time.Second), func(sc *scenarios.Scenario) {
+		sc.Duration = 10 * time.Second
+		sc.Server.Concurrency = 10
+		sc.Server.Queue = 40
+		sc.Server.Outages = []scenarios.Outage{
+			{Start: 0, Duration: 2 * time.Second, Mode: scenarios.Refuse},
+			{Start: 6 * time.Second, Duration: 2 * time.Second, Mode: scenarios.TimeoutMode},
+		}
+	})
+	run := results.NewRun("test", 0, 10)
+	// Buckets 0-1: 1,000 refused. 2: 30 at the server. 3: 1,000 more, 50
+	// held at most. 6-7: a timeout outage, 20 a second, held 3 s.
+	run.Series[0].Attempts, run.Series[1].Attempts = 1000, 1000
+	run.Series[2].Attempts, run.Series[2].InFlight, run.Series[2].Queue = 30, 10, 5
+	run.Series[3].Attempts = 1000
+	need := DriverConnsNeeded(sc, []*results.Run{run})
+	assert.Equal(t, DriverNeed{Held: 50, Conns: 63, Strategy: "test", At: 3 * time.Second}, need, "the server holds its concurrency and queue at most")
+
+	for b := 4; b < 10; b++ {
+		run.Series[b].Attempts = 20
+	}
+	need = DriverConnsNeeded(sc, []*results.Run{run})
+	// Bucket 7: 20 at the server, and the attempts of the outage's
+	// buckets within 3 s (6 and 7) held.
+	assert.Equal(t, 20+2*20, need.Held)
+	assert.Equal(t, 7*time.Second, need.At)
+	assert.Contains(t, need.String(), "a replay needs 75 connections")
+
+	sc.Server.Concurrency, sc.Server.Queue = scenarios.Unlimited, scenarios.Unlimited
+	sc.Server.Outages = nil
+	need = DriverConnsNeeded(sc, []*results.Run{run})
+	assert.Equal(t, 15+1000, need.Held, "an unbounded server holds a burst whole, and what it held before")
+	assert.Equal(t, 3*time.Second, need.At)
+}
+
 func TestDriverFileLimit(t *testing.T) {
 	limit, ok := driverOpenFileLimit()
 	if !ok || limit > 1<<40 {
@@ -722,7 +805,21 @@ func TestReplayDLQ(t *testing.T) {
 			assert.Equal(t, letters[k].Key, l.Key)
 			assert.Equal(t, letters[k].Attempts+1, l.Attempts)
 			assert.Equal(t, "max_attempts", l.Reason)
+			assert.Equal(t, "5xx", l.Outcome, "why it failed this time")
+			assert.Equal(t, http.StatusServiceUnavailable, l.Status)
 		}
+	})
+	t.Run("says why a send without an answer failed", func(t *testing.T) {
+		var left bytes.Buffer
+		stats, err := ReplayDLQ(context.Background(), bytes.NewReader(dlq.Bytes()), driverClosedPort(t), 1000, DriverOptions{DLQ: &left})
+		require.NoError(t, err)
+		assert.EqualValues(t, 40, stats.Failed)
+		again, err := DriverReadDeadLetters(&left)
+		require.NoError(t, err)
+		require.Len(t, again, 40)
+		assert.Equal(t, "refused", again[0].Outcome)
+		assert.Zero(t, again[0].Status)
+		assert.Contains(t, again[0].Error, "connection refused")
 	})
 	t.Run("a malformed file sends nothing", func(t *testing.T) {
 		rec := &driverRecorder{}

@@ -3,6 +3,9 @@ package realhttp
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -20,8 +23,10 @@ import (
 )
 
 // ServerOptions configures a Server. The zero value is usable: time scale
-// 1, no request log, an in-memory idempotency store, seed 0, a 64 KiB
-// body limit.
+// 1, no request log, a bounded in-memory idempotency store, seed 0, a
+// 64 KiB body limit, 5 s for headers and 5 s for a body, a connection cap
+// from the open-file limit, 250 ms a store call, a window of 1,000,000
+// keys for counting duplicates, no events.
 type ServerOptions struct {
 	// TimeScale multiplies every duration of the scenario on the wall
 	// clock: with 0.1, a 30 s outage takes 3 s and a 100 ms service
@@ -40,9 +45,12 @@ type ServerOptions struct {
 	// Log, when set, receives the request log: one JSON object per line
 	// and per attempt that reached the handler (a refused connection
 	// never does), written when the attempt's outcome is known, each
-	// line with one Write call under a mutex. See ServerLogLine.
+	// line with one Write call under a mutex. See ServerLogLine, and
+	// LogFile for a log on disk of bounded size.
 	Log io.Writer
-	// Store keeps idempotency keys; nil means NewMemoryStore().
+	// Store keeps idempotency keys; nil means NewMemoryStore with its
+	// default limits. It is used only with the scenario's
+	// server.idempotency.
 	Store IdempotencyStore
 	// Seed seeds service times (PCG stream 2), random failures and
 	// response loss (stream 4), as the simulator does. Real concurrency
@@ -51,6 +59,37 @@ type ServerOptions struct {
 	// MaxBody bounds a request body in bytes; a longer one is answered
 	// 413 and is not an attempt. 0 means 64 KiB.
 	MaxBody int64
+	// ReadHeaderTimeout bounds the time a client takes to send a
+	// request's headers, BodyTimeout the time it then takes to send the
+	// body: a slower client has its connection closed, and its request
+	// is not an attempt. 0 means 5 s each.
+	ReadHeaderTimeout, BodyTimeout time.Duration
+	// MaxConns bounds the connections open at once (the admin
+	// listener's aside): at the bound the server stops accepting until
+	// one closes, and new connections wait in the kernel's backlog. 0
+	// means the open-file limit less 128 (10,000 when the limit is
+	// unknown).
+	MaxConns int
+	// StoreTimeout bounds each call to the idempotency store: a call
+	// that takes longer fails, and the request is answered 503
+	// (store_error) at once. 0 means 250 ms.
+	StoreTimeout time.Duration
+	// StoreCheck is how often a store that can check itself (a
+	// RedisStore: its epoch key) is checked; 0 means 1 s.
+	StoreCheck time.Duration
+	// DuplicateWindow is how many processed keys the server remembers
+	// to count duplicates (a second processing of a key), with or
+	// without idempotency, whatever the store keeps or loses: about 70
+	// bytes a key, the oldest forgotten first (ServerStats.KeysForgotten
+	// counts them: a duplicate of a forgotten key goes uncounted). 0
+	// means 1,000,000.
+	DuplicateWindow int
+	// Events, when set, is told of what changes at the server: outages
+	// starting and ending, clock resets, the listener failing to re-open
+	// after a refuse outage, the store failing, recovering or losing its
+	// data (see ServerEvent). It is called from the server's goroutines,
+	// one call at a time, and must not call the Server's methods.
+	Events func(ServerEvent)
 }
 
 // ErrServerModel is returned by NewServer for a scenario whose server
@@ -75,20 +114,29 @@ const (
 	serverDefaultAddr    = "127.0.0.1:0"
 	serverDefaultMaxBody = 64 << 10
 	serverMaxHeaderBytes = 64 << 10
-	// serverReadHeaderTimeout and serverReadTimeout bound how long a
-	// client may take to send its headers and its whole request (a body
-	// of at most 64 KiB by default): slow senders cannot hold
-	// connections for free.
-	serverReadHeaderTimeout = 5 * time.Second
-	serverReadTimeout       = 30 * time.Second
+	// serverDefaultReadTimeout is the default of the header and body
+	// timeouts: slow senders cannot hold connections for free.
+	serverDefaultReadTimeout = 5 * time.Second
 	// serverIdleTimeout closes keep-alive connections idle that long.
 	serverIdleTimeout = 60 * time.Second
 	// serverWriteSlack is the time allowed to write one response: the
 	// write deadline is pushed to now + serverWriteSlack right before
 	// an answer is written, so time spent queued never eats into it.
 	serverWriteSlack = 10 * time.Second
-	// serverStoreTimeout bounds one call to the idempotency store.
-	serverStoreTimeout = 5 * time.Second
+	// serverDefaultStoreTimeout bounds one call to the idempotency
+	// store, unless ServerOptions.StoreTimeout says otherwise.
+	serverDefaultStoreTimeout = 250 * time.Millisecond
+	// serverDefaultStoreCheck is how often a store is checked.
+	serverDefaultStoreCheck = time.Second
+	// serverFileSlack is how many open files the server keeps beyond
+	// its connection cap: listeners, the log, the store's connections.
+	serverFileSlack = 128
+	// serverDefaultMaxConns is the connection cap when the open-file
+	// limit is unknown.
+	serverDefaultMaxConns = 10_000
+	// serverMaxPendingDone bounds the keys whose Done is retried in the
+	// background; beyond it a key's Done is given up (counted).
+	serverMaxPendingDone = 100_000
 	// serverWarmupSteps is how many times capacity grows during a
 	// warmup, as in the simulator.
 	serverWarmupSteps = 100
@@ -96,8 +144,8 @@ const (
 
 // Server is the test server: an HTTP server that enforces a scenario's
 // server section (the queue model) on the wall clock, everything timed
-// from Start and multiplied by ServerOptions.TimeScale, as the simulator
-// does on its virtual clock:
+// from Start (or the last Reset) and multiplied by
+// ServerOptions.TimeScale, as the simulator does on its virtual clock:
 //
 //   - Concurrency slots: a request holds a slot for its service time,
 //     drawn from the scenario's distribution plus slowdown x requests in
@@ -108,84 +156,116 @@ const (
 //     (connections are refused; established ones are not killed, but idle
 //     keep-alive connections are closed and a request that still arrives
 //     on an old connection has its connection reset), and re-opens it on
-//     the same address when the window ends; timeout holds each request
-//     without an answer until its client gives up, or until the outage's
-//     end plus the scenario's longest strategy timeout, when the
-//     connection is closed without an answer; error answers 503 at once.
+//     the same address when the window ends (should another process have
+//     taken the address meanwhile, an EventListenFailed says so); timeout
+//     holds each request without an answer until its client gives up, or
+//     until the outage's end plus the scenario's longest strategy
+//     timeout, when the connection is closed without an answer; error
+//     answers 503 at once.
 //   - Warmup after each outage, random failures (503), a token-bucket
 //     rate limit (429 with Retry-After), response loss (the request is
 //     processed, then its connection reset without an answer),
 //     drop_expired (queued work whose client has gone is skipped when it
 //     reaches a slot).
-//   - Idempotency by the Idempotency-Key header (see IdempotencyStore).
+//   - Idempotency by the Idempotency-Key header (see IdempotencyStore),
+//     and a count of every second processing of a key, idempotency or
+//     not (see ServerOptions.DuplicateWindow). A key longer than
+//     ServerMaxKeyLen is answered 400.
 //   - GET /metrics (Prometheus, on a private registry) and a JSON-lines
-//     request log (see ServerLogLine).
+//     request log (see ServerLogLine); on the admin listener (see
+//     StartAdmin), the metrics again and the control endpoint that
+//     resets the scenario clock (see AdminHandler).
 //
 // Every answer carries a ServerReasonHeader. A Server is safe for
 // concurrent use; it serves once: Start, then Shutdown.
 type Server struct {
-	sc      *scenarios.Scenario
-	srv     *scenarios.Server
-	scale   float64
-	store   IdempotencyStore
-	maxBody int64
-	holdCap time.Duration // scenario time a timeout outage holds a request after it ends
-	format  strategies.RetryAfterFormat
-	service serverSampler
-	mux     *http.ServeMux
-	metrics *serverMetrics
-	logMu   sync.Mutex
-	log     io.Writer
-	keyLock [64]sync.Mutex // serialises the check-and-mark of a key's processing
+	sc          *scenarios.Scenario
+	srv         *scenarios.Server
+	fingerprint string
+	scale       float64
+	store       IdempotencyStore
+	seen        *serverSeen
+	maxBody     int64
+	hdrTimeout  time.Duration
+	bodyTimeout time.Duration
+	maxConns    int
+	storeTime   time.Duration
+	storeCheck  time.Duration
+	holdCap     time.Duration // scenario time a timeout outage holds a request after it ends
+	format      strategies.RetryAfterFormat
+	service     serverSampler
+	mux         *http.ServeMux
+	admin       *http.ServeMux
+	metrics     *serverMetrics
+	logMu       sync.Mutex
+	log         io.Writer
+	evMu        sync.Mutex
+	events      func(ServerEvent)
 
 	// release is closed when Shutdown begins: requests held by a
 	// timeout outage end. quit is closed when Shutdown gives up waiting:
-	// every request still at the server ends at once.
-	release, quit         chan struct{}
-	releaseOnce, quitOnce sync.Once
+	// every request still at the server ends at once. bgStop is closed
+	// when the requests are done: the background goroutines (bg) end.
+	release, quit, bgStop         chan struct{}
+	releaseOnce, quitOnce, bgOnce sync.Once
+	bg                            sync.WaitGroup
 
 	clockOnce sync.Once
 	edgeMu    sync.Mutex // serialises the clock's ticks, listener changes included
 
-	mu       sync.Mutex // guards what follows
-	start    time.Time  // scenario time 0 on the wall clock
-	edges    []serverEdge
-	next     int // the next edge to carry out
-	timer    *time.Timer
-	gen      int  // clock generation: a stale tick does nothing
-	stopped  bool // the clock is stopped for good (Shutdown)
-	stopping bool
-	started  bool
-	active   int           // requests in the handler
-	idle     chan struct{} // closed when active drops to 0 while stopping
-	busy     int           // requests in service
-	slots    int           // concurrency, -1 unlimited
-	qlimit   int           // queue bound, -1 unlimited
-	qhead    *serverWaiter
-	qtail    *serverWaiter
-	qlen     int
-	held     int // requests held by a timeout outage
-	tokens   float64
-	tokensAt time.Duration
-	rServe   *rand.Rand
-	rFault   *rand.Rand
-	lastID   uint64
-	http     *http.Server
-	ln       *serverListener
-	served   chan struct{} // closed when http.Server.Serve returns
+	mu        sync.Mutex // guards what follows
+	start     time.Time  // scenario time 0 on the wall clock
+	edges     []serverEdge
+	next      int // the next edge to carry out
+	timer     *time.Timer
+	gen       int  // clock generation: a stale tick does nothing
+	resets    int  // Resets since Start
+	stopped   bool // the clock is stopped for good (Shutdown)
+	stopping  bool
+	started   bool
+	active    int           // requests in the handler
+	idle      chan struct{} // closed when active drops to 0 while stopping
+	busy      int           // requests in service
+	slots     int           // concurrency, -1 unlimited
+	qlimit    int           // queue bound, -1 unlimited
+	qhead     *serverWaiter
+	qtail     *serverWaiter
+	qlen      int
+	held      int // requests held by a timeout outage
+	tokens    float64
+	tokensAt  time.Duration
+	rServe    *rand.Rand
+	rFault    *rand.Rand
+	lastID    uint64
+	http      *http.Server
+	ln        *serverListener
+	served    chan struct{} // closed when http.Server.Serve returns
+	adminHTTP *http.Server
+	adminLn   net.Listener
+	adminDone chan struct{}       // closed when the admin server's Serve returns
+	pending   []string            // keys whose Done failed, retried in the background, oldest first
+	pendingOf map[string]struct{} // the same keys, to look up
+	retrying  bool                // the retrier runs
+	storeDown bool                // the last store check failed
 
-	counts     [serverOutcomes][serverNumReasons]atomic.Int64
-	processed  atomic.Int64
-	duplicates atomic.Int64
-	wasted     atomic.Int64
-	lost       atomic.Int64
-	dropped    atomic.Int64
-	storeErrs  atomic.Int64
+	counts      [serverOutcomes][serverNumReasons]atomic.Int64
+	processed   atomic.Int64
+	duplicates  atomic.Int64
+	wasted      atomic.Int64
+	lost        atomic.Int64
+	dropped     atomic.Int64
+	storeErrs   atomic.Int64
+	badKeys     atomic.Int64
+	dataLost    atomic.Int64
+	doneRetried atomic.Int64
+	doneLost    atomic.Int64
 }
 
 // NewServer returns a server for the scenario sc, which must be valid and
 // of the queue model (ErrServerModel otherwise). It does not listen yet;
-// its scenario clock starts now and restarts at Start.
+// its scenario clock starts now and restarts at Start. With a store that
+// can check itself (a RedisStore), it checks it in the background until
+// Shutdown.
 func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc == nil {
 		return nil, errors.New("realhttp: NewServer: nil scenario")
@@ -203,32 +283,46 @@ func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if !(scale > 0) || math.IsInf(scale, 1) {
 		return nil, fmt.Errorf("realhttp: NewServer: time scale must be positive and finite, got %v", opts.TimeScale)
 	}
-	if opts.MaxBody < 0 {
-		return nil, fmt.Errorf("realhttp: NewServer: MaxBody must be >= 0, got %d", opts.MaxBody)
+	for _, o := range []struct {
+		name string
+		v    int64
+	}{
+		{"MaxBody", opts.MaxBody}, {"ReadHeaderTimeout", int64(opts.ReadHeaderTimeout)}, {"BodyTimeout", int64(opts.BodyTimeout)},
+		{"MaxConns", int64(opts.MaxConns)}, {"StoreTimeout", int64(opts.StoreTimeout)}, {"StoreCheck", int64(opts.StoreCheck)},
+		{"DuplicateWindow", int64(opts.DuplicateWindow)},
+	} {
+		if o.v < 0 {
+			return nil, fmt.Errorf("realhttp: NewServer: %s must be >= 0, got %d", o.name, o.v)
+		}
 	}
 	s := &Server{
-		sc:      sc,
-		srv:     &sc.Server,
-		scale:   scale,
-		store:   opts.Store,
-		maxBody: opts.MaxBody,
-		holdCap: serverHoldCap(sc),
-		service: newServerSampler(&sc.Server.ServiceTime),
-		log:     opts.Log,
-		release: make(chan struct{}),
-		quit:    make(chan struct{}),
-		start:   time.Now(),
-		edges:   serverEdges(&sc.Server),
-		slots:   int(sc.Server.Concurrency),
-		qlimit:  int(sc.Server.Queue),
-		rServe:  rand.New(rand.NewPCG(opts.Seed, 2)),
-		rFault:  rand.New(rand.NewPCG(opts.Seed, 4)),
+		sc:          sc,
+		srv:         &sc.Server,
+		fingerprint: ServerFingerprint(sc),
+		scale:       scale,
+		store:       opts.Store,
+		seen:        newServerSeen(cmp.Or(opts.DuplicateWindow, serverDefaultDuplicateWindow)),
+		maxBody:     cmp.Or(opts.MaxBody, serverDefaultMaxBody),
+		hdrTimeout:  cmp.Or(opts.ReadHeaderTimeout, serverDefaultReadTimeout),
+		bodyTimeout: cmp.Or(opts.BodyTimeout, serverDefaultReadTimeout),
+		maxConns:    cmp.Or(opts.MaxConns, ServerDefaultMaxConns()),
+		storeTime:   cmp.Or(opts.StoreTimeout, serverDefaultStoreTimeout),
+		storeCheck:  cmp.Or(opts.StoreCheck, serverDefaultStoreCheck),
+		holdCap:     serverHoldCap(sc),
+		service:     newServerSampler(&sc.Server.ServiceTime),
+		log:         opts.Log,
+		events:      opts.Events,
+		release:     make(chan struct{}),
+		quit:        make(chan struct{}),
+		bgStop:      make(chan struct{}),
+		start:       time.Now(),
+		edges:       serverEdges(&sc.Server),
+		slots:       int(sc.Server.Concurrency),
+		qlimit:      int(sc.Server.Queue),
+		pendingOf:   map[string]struct{}{},
 	}
 	if s.store == nil {
-		s.store = NewMemoryStore()
-	}
-	if s.maxBody == 0 {
-		s.maxBody = serverDefaultMaxBody
+		s.store = NewMemoryStore(MemoryLimits{})
 	}
 	if sc.Server.Concurrency.Unlimited() {
 		s.slots = -1
@@ -237,14 +331,60 @@ func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 		s.qlimit = -1
 	}
 	if rl := sc.Server.RateLimit; rl != nil {
-		s.tokens = float64(rl.Burst)
 		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format) // validated
 	}
+	s.resetDrawsLocked(opts.Seed)
 	s.metrics = newServerMetrics(s)
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /", s.serveWork)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
+	s.admin = http.NewServeMux()
+	s.admin.Handle("GET /metrics", s.metrics.handler())
+	s.admin.HandleFunc("GET "+ControlStatePath, s.serveState)
+	s.admin.HandleFunc("POST "+ControlResetPath, s.serveReset)
+	if c, ok := s.store.(storeChecker); ok && sc.Server.Idempotency {
+		s.bg.Go(func() { s.checkStore(c) })
+	}
 	return s, nil
+}
+
+// ServerDefaultMaxConns returns the connection cap of a server whose
+// ServerOptions.MaxConns is 0: the open-file limit less 128, at least
+// 16; 10,000 when the limit is unknown.
+func ServerDefaultMaxConns() int {
+	limit, ok := driverOpenFileLimit()
+	if !ok || limit > math.MaxInt32 {
+		return serverDefaultMaxConns
+	}
+	return max(int(limit)-serverFileSlack, 16)
+}
+
+// resetDrawsLocked refills the rate limit's bucket and reseeds the
+// server's draws, as at the start of a run.
+func (s *Server) resetDrawsLocked(seed uint64) {
+	s.rServe = rand.New(rand.NewPCG(seed, 2))
+	s.rFault = rand.New(rand.NewPCG(seed, 4))
+	s.tokensAt = 0
+	if rl := s.srv.RateLimit; rl != nil {
+		s.tokens = float64(rl.Burst)
+	}
+}
+
+// ServerFingerprint returns a short digest of what a test server of sc
+// does: its server section and the hold of a timeout outage (the
+// longest strategy timeout). A driver compares it with the one a server
+// reports (ServerState.Fingerprint) to know that the server enforces the
+// scenario it replays.
+func ServerFingerprint(sc *scenarios.Scenario) string {
+	b, err := json.Marshal(struct {
+		Server  scenarios.Server
+		HoldCap time.Duration
+	}{sc.Server, serverHoldCap(sc)})
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
 }
 
 // serverHoldCap is how long after a timeout outage ends a request that
@@ -262,21 +402,44 @@ func serverHoldCap(sc *scenarios.Scenario) time.Duration {
 	return hold
 }
 
-// Start listens on addr and serves in the background; the scenario clock
-// starts now. An empty addr means 127.0.0.1:0 (a free port on loopback),
-// and an addr without a host (":8080") binds 127.0.0.1 too: to listen on
-// every interface, say so (0.0.0.0:8080). Start fails when called twice
-// or after Shutdown.
-func (s *Server) Start(addr string) error {
+// CheckAddr checks addr as Start and StartAdmin take it: host:port with
+// a valid port, the host possibly empty (loopback); "" is a free port on
+// loopback.
+func CheckAddr(addr string) error {
+	_, err := serverResolve(addr)
+	return err
+}
+
+// serverResolve checks addr and returns it with 127.0.0.1 for an empty
+// host, or "127.0.0.1:0" when addr is empty.
+func serverResolve(addr string) (string, error) {
 	if addr == "" {
-		addr = serverDefaultAddr
+		return serverDefaultAddr, nil
 	}
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
-		return fmt.Errorf("realhttp: Start: bad address %q: %w", addr, err)
+		return "", fmt.Errorf("bad address %q: %w", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil {
+		return "", fmt.Errorf("bad address %q: %w", addr, err)
 	}
 	if host == "" {
-		addr = net.JoinHostPort("127.0.0.1", port)
+		host = "127.0.0.1"
+	}
+	return net.JoinHostPort(host, port), nil
+}
+
+// Start binds addr and serves in the background; the scenario clock
+// starts now (and a refuse outage at 0 closes the socket at once, after
+// the bind has proved the address free). An empty addr means
+// 127.0.0.1:0 (a free port on loopback), and an addr without a host
+// (":8080") binds 127.0.0.1 too: to listen on every interface, say so
+// (0.0.0.0:8080). Start fails when addr is malformed or taken, when
+// called twice, or after Shutdown.
+func (s *Server) Start(addr string) error {
+	addr, err := serverResolve(addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: Start: %w", err)
 	}
 	s.mu.Lock()
 	if s.started || s.stopped {
@@ -286,14 +449,17 @@ func (s *Server) Start(addr string) error {
 	s.started = true
 	s.mu.Unlock()
 
-	ln, err := newServerListener(addr)
+	ln, err := newServerListener(addr, s.maxConns)
 	if err != nil {
 		return fmt.Errorf("realhttp: Start: %w", err)
 	}
+	ln.onFail = func(err error) {
+		s.emit(ServerEvent{Kind: EventListenFailed, At: s.now(), Err: fmt.Errorf("cannot re-open %s after the refuse outage (retrying): %w", ln.addr, err)})
+	}
+	ln.onRestored = func() { s.emit(ServerEvent{Kind: EventListenRestored, At: s.now()}) }
 	hs := &http.Server{
 		Handler:           s.mux,
-		ReadHeaderTimeout: serverReadHeaderTimeout,
-		ReadTimeout:       serverReadTimeout,
+		ReadHeaderTimeout: s.hdrTimeout, // the body's is set per request
 		WriteTimeout:      s.writeTimeout(),
 		IdleTimeout:       serverIdleTimeout,
 		MaxHeaderBytes:    serverMaxHeaderBytes,
@@ -309,6 +475,63 @@ func (s *Server) Start(addr string) error {
 		_ = hs.Serve(ln) // ErrServerClosed after Shutdown; Accept errors are retried by net/http
 	}()
 	return nil
+}
+
+// StartAdmin binds addr for the admin listener, which serves
+// AdminHandler in the background: metrics and the control endpoint, on
+// a socket of their own that no outage closes. Its addresses are as
+// Start's (an empty host binds loopback). Nothing on it is authenticated:
+// keep it on loopback. Start and StartAdmin may be called in either
+// order; StartAdmin fails when called twice or after Shutdown.
+func (s *Server) StartAdmin(addr string) error {
+	addr, err := serverResolve(addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: StartAdmin: %w", err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.adminHTTP != nil || s.stopped {
+		return errors.New("realhttp: StartAdmin: the admin listener has already been started, or the server shut down")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: StartAdmin: %w", err)
+	}
+	hs := &http.Server{
+		Handler:           s.admin,
+		ReadHeaderTimeout: serverDefaultReadTimeout,
+		ReadTimeout:       serverDefaultReadTimeout,
+		WriteTimeout:      serverWriteSlack + serverResetWait,
+		IdleTimeout:       serverIdleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+	}
+	s.adminHTTP, s.adminLn, s.adminDone = hs, ln, make(chan struct{})
+	done := s.adminDone
+	go func() {
+		defer close(done)
+		_ = hs.Serve(ln)
+	}()
+	return nil
+}
+
+// AdminAddr returns the host:port of the admin listener, or "" before
+// StartAdmin.
+func (s *Server) AdminAddr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.adminLn == nil {
+		return ""
+	}
+	return s.adminLn.Addr().String()
+}
+
+// AdminURL returns http://host:port/ of the admin listener, or "" before
+// StartAdmin.
+func (s *Server) AdminURL() string {
+	if addr := s.AdminAddr(); addr != "" {
+		return "http://" + addr + "/"
+	}
+	return ""
 }
 
 // writeTimeout is the http.Server's WriteTimeout: the longest a request
@@ -366,9 +589,12 @@ func (s *Server) Handler() http.Handler { return s.mux }
 // connections, and waits for the requests in service or queued to be
 // answered. When ctx ends first, every request still at the server is
 // cut short, its connection closed, and Shutdown returns ctx's error.
-// No goroutine of the server survives it. Shutdown without Start (a
-// server used through Handler) waits for the handler's requests the
-// same way; later requests are answered 503.
+// Then it closes the admin listener, stops checking the store, and
+// makes one last try of the Done calls still pending (a key whose Done
+// still fails is given up, counted in ServerStats.DoneLost). No
+// goroutine of the server survives it. Shutdown without Start (a server
+// used through Handler) waits for the handler's requests the same way;
+// later requests are answered 503.
 func (s *Server) Shutdown(ctx context.Context) error {
 	s.edgeMu.Lock()
 	s.mu.Lock()
@@ -378,7 +604,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	hs := s.http
+	hs, admin, adminDone := s.http, s.adminHTTP, s.adminDone
 	s.mu.Unlock()
 	s.edgeMu.Unlock()
 	s.releaseOnce.Do(func() { close(s.release) })
@@ -401,6 +627,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if hs != nil {
 		<-s.served
 	}
+	if admin != nil {
+		_ = admin.Close()
+		<-adminDone
+	}
+	s.bgOnce.Do(func() { close(s.bgStop) })
+	s.bg.Wait()
 	return err
 }
 
@@ -425,40 +657,69 @@ func (s *Server) waitIdle(ctx context.Context) error {
 	}
 }
 
-// ServerStats are the server's counts since NewServer (see Server.Stats).
+// ServerStats are the server's counts since NewServer (see Server.Stats);
+// a Reset does not clear them.
 type ServerStats struct {
 	// Attempts counts the attempts that reached the handler and have an
 	// outcome; refused connections never reach it.
-	Attempts int64
+	Attempts int64 `json:"attempts"`
 	// ByOutcome and ByReason count them by outcome (success, timeout,
 	// reset, 5xx, 429) and by reason (see ServerLogLine). Only non-zero
 	// counts are present.
-	ByOutcome map[string]int64
-	ByReason  map[string]int64
+	ByOutcome map[string]int64 `json:"by_outcome"`
+	ByReason  map[string]int64 `json:"by_reason"`
 	// Processed counts the requests processed (their service time
-	// served); Duplicates those processed again for a key already
-	// processed (only without server idempotency); Wasted those
-	// processed for a client that had gone; Lost the answers dropped on
-	// purpose (response loss); Dropped the queued requests skipped by
-	// drop_expired; StoreErrors the failed calls to the idempotency
-	// store.
-	Processed, Duplicates, Wasted, Lost, Dropped, StoreErrors int64
+	// served); Duplicates those processed again for a key this server
+	// had processed, with or without idempotency (as far as the
+	// duplicate window remembers; KeysForgotten counts the keys it
+	// forgot); Wasted those processed for a client that had gone; Lost
+	// the answers dropped on purpose (response loss); Dropped the
+	// queued requests skipped by drop_expired.
+	Processed     int64 `json:"processed"`
+	Duplicates    int64 `json:"duplicates"`
+	KeysForgotten int64 `json:"keys_forgotten"`
+	Wasted        int64 `json:"wasted"`
+	Lost          int64 `json:"lost"`
+	Dropped       int64 `json:"dropped"`
+	// BadKeys counts the requests answered 400 for a key longer than
+	// ServerMaxKeyLen (not attempts).
+	BadKeys int64 `json:"bad_keys"`
+	// StoreErrors counts the failed calls to the idempotency store;
+	// StoreDataLost the times the store was found to have lost its data;
+	// DoneRetried the keys whose Done failed and was retried in the
+	// background, DonePending those still being retried, DoneLost those
+	// given up (they stay in progress until their lease ends).
+	StoreErrors   int64 `json:"store_errors"`
+	StoreDataLost int64 `json:"store_data_lost"`
+	DoneRetried   int64 `json:"done_retried"`
+	DonePending   int   `json:"done_pending"`
+	DoneLost      int64 `json:"done_lost"`
 	// InFlight is the number of requests in service now, Queued waiting
-	// for a slot, Held held without an answer by a timeout outage.
-	InFlight, Queued, Held int
+	// for a slot, Held held without an answer by a timeout outage;
+	// Conns the connections open now.
+	InFlight int `json:"in_flight"`
+	Queued   int `json:"queued"`
+	Held     int `json:"held"`
+	Conns    int `json:"conns"`
 }
 
 // Stats returns the server's counts now.
 func (s *Server) Stats() ServerStats {
+	_, forgotten := s.seen.stats()
 	st := ServerStats{
-		ByOutcome:   map[string]int64{},
-		ByReason:    map[string]int64{},
-		Processed:   s.processed.Load(),
-		Duplicates:  s.duplicates.Load(),
-		Wasted:      s.wasted.Load(),
-		Lost:        s.lost.Load(),
-		Dropped:     s.dropped.Load(),
-		StoreErrors: s.storeErrs.Load(),
+		ByOutcome:     map[string]int64{},
+		ByReason:      map[string]int64{},
+		Processed:     s.processed.Load(),
+		Duplicates:    s.duplicates.Load(),
+		KeysForgotten: forgotten,
+		Wasted:        s.wasted.Load(),
+		Lost:          s.lost.Load(),
+		Dropped:       s.dropped.Load(),
+		BadKeys:       s.badKeys.Load(),
+		StoreErrors:   s.storeErrs.Load(),
+		StoreDataLost: s.dataLost.Load(),
+		DoneRetried:   s.doneRetried.Load(),
+		DoneLost:      s.doneLost.Load(),
 	}
 	for o := range serverOutcomes {
 		for r := range serverNumReasons {
@@ -470,8 +731,12 @@ func (s *Server) Stats() ServerStats {
 		}
 	}
 	s.mu.Lock()
-	st.InFlight, st.Queued, st.Held = s.busy, s.qlen, s.held
+	st.InFlight, st.Queued, st.Held, st.DonePending = s.busy, s.qlen, s.held, len(s.pending)
+	ln := s.ln
 	s.mu.Unlock()
+	if ln != nil {
+		st.Conns = ln.open()
+	}
 	return st
 }
 
@@ -491,40 +756,45 @@ const (
 	serverEdgeDown     uint8 = iota // a refuse outage starts: close the listener
 	serverEdgeUp                    // a refuse outage ends: re-open it
 	serverEdgeCapacity              // capacity grows (a warmup step): start queued work
+	serverEdgeStart                 // an outage starts: tell
+	serverEdgeEnd                   // an outage ends: tell
 )
 
 // serverEdge is a scenario time at which the server changes.
 type serverEdge struct {
-	at   time.Duration
-	kind uint8
+	at     time.Duration
+	kind   uint8
+	outage int // the outage's index, for serverEdgeStart and serverEdgeEnd
 }
 
 // serverEdges lists the changes of srv's outages and warmups in time
 // order.
 func serverEdges(srv *scenarios.Server) []serverEdge {
 	var edges []serverEdge
-	for _, o := range srv.Outages {
+	for i, o := range srv.Outages {
+		edges = append(edges, serverEdge{at: o.Start, kind: serverEdgeStart, outage: i})
 		if o.Mode == scenarios.Refuse {
-			edges = append(edges, serverEdge{o.Start, serverEdgeDown}, serverEdge{o.End(), serverEdgeUp})
+			edges = append(edges, serverEdge{at: o.Start, kind: serverEdgeDown}, serverEdge{at: o.End(), kind: serverEdgeUp})
 		}
-		edges = append(edges, serverEdge{o.End(), serverEdgeCapacity})
+		edges = append(edges, serverEdge{at: o.End(), kind: serverEdgeEnd, outage: i}, serverEdge{at: o.End(), kind: serverEdgeCapacity})
 		if wu := srv.Warmup; wu.Duration > 0 {
-			for i := 1; i <= serverWarmupSteps; i++ {
-				edges = append(edges, serverEdge{o.End() + wu.Duration*time.Duration(i)/serverWarmupSteps, serverEdgeCapacity})
+			for k := 1; k <= serverWarmupSteps; k++ {
+				edges = append(edges, serverEdge{at: o.End() + wu.Duration*time.Duration(k)/serverWarmupSteps, kind: serverEdgeCapacity})
 			}
 		}
 	}
 	// Outages are in order without overlap, so edges are sorted but for
 	// the warmup of one outage running into the next. Stable: an up and
 	// a down at the same instant keep their order, and the listener the
-	// state of the later outage.
+	// state of the later outage; an outage's end is told before the
+	// next one's start.
 	slices.SortStableFunc(edges, func(a, b serverEdge) int { return cmp.Compare(a.at, b.at) })
 	return edges
 }
 
 // restartClock starts the scenario clock's timer from the first edge
-// (resetting the clock's origin to now if reset), carrying out at once
-// every edge already due.
+// (resetting the clock's origin to now, and the listener to up, if
+// reset), carrying out at once every edge already due.
 func (s *Server) restartClock(reset bool) {
 	s.edgeMu.Lock()
 	s.mu.Lock()
@@ -544,8 +814,8 @@ func (s *Server) restartClock(reset bool) {
 	s.next = 0
 	gen := s.gen
 	s.mu.Unlock()
+	s.tickLocked(gen, reset)
 	s.edgeMu.Unlock()
-	s.tick(gen)
 }
 
 // tick carries out the edges that are due and arms the timer for the
@@ -553,6 +823,12 @@ func (s *Server) restartClock(reset bool) {
 func (s *Server) tick(gen int) {
 	s.edgeMu.Lock()
 	defer s.edgeMu.Unlock()
+	s.tickLocked(gen, false)
+}
+
+// tickLocked is tick with edgeMu held; from a restart, the listener is
+// put up unless an edge due takes it down.
+func (s *Server) tickLocked(gen int, restart bool) {
 	s.mu.Lock()
 	if gen != s.gen {
 		s.mu.Unlock()
@@ -560,13 +836,23 @@ func (s *Server) tick(gen int) {
 	}
 	now := s.nowLocked()
 	listener := -1 // 0 down, 1 up: the last listener edge due
+	if restart {
+		listener = 1
+	}
 	capacity := false
+	var told []ServerEvent
 	for s.next < len(s.edges) && s.edges[s.next].at <= now {
 		switch e := s.edges[s.next]; e.kind {
 		case serverEdgeDown:
 			listener = 0
 		case serverEdgeUp:
 			listener = 1
+		case serverEdgeStart, serverEdgeEnd:
+			ev := ServerEvent{Kind: EventOutageStart, At: e.at, Outage: s.srv.Outages[e.outage]}
+			if e.kind == serverEdgeEnd {
+				ev.Kind = EventOutageEnd
+			}
+			told = append(told, ev)
 		default:
 			capacity = true
 		}
@@ -581,6 +867,9 @@ func (s *Server) tick(gen int) {
 	}
 	hs, ln := s.http, s.ln
 	s.mu.Unlock()
+	for _, ev := range told {
+		s.emit(ev)
+	}
 	if ln == nil || listener < 0 {
 		return
 	}

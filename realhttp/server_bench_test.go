@@ -58,7 +58,7 @@ func BenchmarkBareHandler(b *testing.B) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("Content-Length", "3")
 		_, _ = w.Write([]byte("ok\n"))
-	}), ReadHeaderTimeout: serverReadHeaderTimeout}
+	}), ReadHeaderTimeout: serverDefaultReadTimeout}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

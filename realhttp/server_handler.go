@@ -3,7 +3,7 @@ package realhttp
 import (
 	"context"
 	"errors"
-	"hash/maphash"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -33,13 +33,11 @@ type serverAttempt struct {
 	service    time.Duration // scenario time it held a slot
 }
 
-// serverKeySeed hashes keys onto Server.keyLock.
-var serverKeySeed = maphash.MakeSeed()
-
 // serveWork is the work handler: one attempt, through the scenario's
 // server model, in the simulator's order: outage, rate limit,
 // idempotency cache, random failure, slot or queue, service, response
-// loss.
+// loss. A request whose body is too long (413), too slow (the connection
+// is closed), or whose key is too long (400) is not an attempt.
 func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	s.clockOnce.Do(func() { s.restartClock(false) }) // a handler served without Start
 	if !s.enter() {
@@ -48,13 +46,23 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.leave()
+	rc := http.NewResponseController(w)
+	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			return
 		}
-		return // else the client went away while sending
+		closeConn(w) // too slow, or gone: no answer, which net/http would make a 200
+		return
 	}
+	_ = rc.SetReadDeadline(time.Time{}) // the server notices a client that goes away meanwhile
 	a := &serverAttempt{wall: time.Now(), key: r.Header.Get(serverKeyHeader)}
+	if len(a.key) > ServerMaxKeyLen {
+		s.badKeys.Add(1)
+		http.Error(w, fmt.Sprintf("Idempotency-Key longer than %d bytes", ServerMaxKeyLen), http.StatusBadRequest)
+		return
+	}
 	if n, err := strconv.Atoi(r.Header.Get(serverAttemptHeader)); err == nil {
 		a.attempt = n
 	}
@@ -99,6 +107,10 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	// The idempotency cache answers a key it has seen.
 	ctx := context.WithoutCancel(r.Context())
 	if s.srv.Idempotency && a.key != "" {
+		if s.pendingDone(a.key) { // processed here, not yet recorded
+			s.answer(w, a, http.StatusServiceUnavailable, serverReasonInProgress)
+			return
+		}
 		if s.cached(w, ctx, a) {
 			return
 		}
@@ -154,9 +166,16 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 // serve processes attempt a, which holds a slot for its service time a.service.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, a *serverAttempt) {
 	if s.srv.Idempotency && a.key != "" {
-		sctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
-		fresh, err := s.store.Begin(sctx, a.key)
-		cancel()
+		if s.pendingDone(a.key) { // processed here, not yet recorded
+			s.endService()
+			s.answer(w, a, http.StatusServiceUnavailable, serverReasonInProgress)
+			return
+		}
+		var fresh bool
+		err := s.storeCall(ctx, func(ctx context.Context) (err error) {
+			fresh, err = s.store.Begin(ctx, a.key)
+			return err
+		})
 		if err != nil || !fresh {
 			s.endService()
 			if err != nil {
@@ -183,10 +202,13 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 	s.processed.Add(1)
 	s.metrics.processed.Inc()
 	if a.key != "" {
-		a.duplicate = s.markProcessed(ctx, a.key)
+		a.duplicate = s.seen.processed(a.key)
 		if a.duplicate {
 			s.duplicates.Add(1)
 			s.metrics.duplicates.Inc()
+		}
+		if s.srv.Idempotency {
+			s.done(ctx, a.key)
 		}
 	}
 	lost := false
@@ -252,35 +274,15 @@ func (s *Server) endService() {
 	s.mu.Unlock()
 }
 
-// markProcessed records that the request of key has been processed and
-// reports whether it had been before: a duplicate. With server
-// idempotency there is none (Begin let only one processing through).
-func (s *Server) markProcessed(ctx context.Context, key string) (duplicate bool) {
-	ctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
-	defer cancel()
-	lock := &s.keyLock[maphash.String(serverKeySeed, key)%uint64(len(s.keyLock))]
-	lock.Lock()
-	defer lock.Unlock()
-	if !s.srv.Idempotency {
-		state, err := s.store.State(ctx, key)
-		if err != nil {
-			s.storeErrs.Add(1)
-		}
-		duplicate = state == IdempotencyProcessed
-	}
-	if err := s.store.Done(ctx, key); err != nil {
-		s.storeErrs.Add(1)
-	}
-	return duplicate
-}
-
 // cached answers attempt a from the idempotency cache if its key is
 // known: 200 once processed, 503 while in progress. It reports whether
 // it answered.
 func (s *Server) cached(w http.ResponseWriter, ctx context.Context, a *serverAttempt) bool {
-	ctx, cancel := context.WithTimeout(ctx, serverStoreTimeout)
-	state, err := s.store.State(ctx, a.key)
-	cancel()
+	var state string
+	err := s.storeCall(ctx, func(ctx context.Context) (err error) {
+		state, err = s.store.State(ctx, a.key)
+		return err
+	})
 	switch {
 	case err != nil:
 		s.storeErrs.Add(1)
@@ -359,6 +361,12 @@ func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, rea
 // reset rather than a clean EOF.
 func (s *Server) abort(w http.ResponseWriter, a *serverAttempt, outcome strategies.Outcome, reason serverReason) {
 	s.finish(a, outcome, reason)
+	closeConn(w)
+}
+
+// closeConn closes the connection of w without an answer: with
+// SO_LINGER 0, so the client sees a reset rather than a clean EOF.
+func closeConn(w http.ResponseWriter) {
 	conn, _, err := http.NewResponseController(w).Hijack()
 	if err != nil {
 		if errors.Is(err, http.ErrNotSupported) {
@@ -366,7 +374,11 @@ func (s *Server) abort(w http.ResponseWriter, a *serverAttempt, outcome strategi
 		}
 		return // the connection is gone already
 	}
-	if tc, ok := conn.(*net.TCPConn); ok {
+	raw := conn
+	if sc, ok := conn.(*serverConn); ok {
+		raw = sc.Conn
+	}
+	if tc, ok := raw.(*net.TCPConn); ok {
 		_ = tc.SetLinger(0)
 	}
 	_ = conn.Close()

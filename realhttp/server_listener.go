@@ -3,6 +3,7 @@ package realhttp
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,12 +18,22 @@ const serverListenRetry = 5 * time.Millisecond
 // already accepted are not touched. A connection in the accept backlog
 // when it goes down is reset by the kernel.
 //
+// It caps the connections open at once: at the cap, Accept waits for
+// one to close (new ones wait in the kernel's backlog).
+//
 // Close is final, and http.Server.Shutdown calls it.
 type serverListener struct {
 	addr    string // host:port, the port fixed by the first listen
 	netAddr net.Addr
 	done    chan struct{} // closed by Close
+	slots   chan struct{} // one token per open connection
+	conns   atomic.Int64
 	wg      sync.WaitGroup
+	// onFail is called (outside the lock) when putting the listener up
+	// fails, and onRestored when a retry then succeeds; either may be
+	// nil. They are set before the listener is used.
+	onFail     func(error)
+	onRestored func()
 
 	mu       sync.Mutex
 	inner    net.Listener // nil while down
@@ -32,7 +43,8 @@ type serverListener struct {
 	changed  chan struct{} // closed and replaced whenever inner changes
 }
 
-func newServerListener(addr string) (*serverListener, error) {
+// newServerListener binds addr, with a cap of maxConns connections (>0).
+func newServerListener(addr string, maxConns int) (*serverListener, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
@@ -41,14 +53,34 @@ func newServerListener(addr string) (*serverListener, error) {
 		addr:    ln.Addr().String(),
 		netAddr: ln.Addr(),
 		done:    make(chan struct{}),
+		slots:   make(chan struct{}, maxConns),
 		inner:   ln,
 		wantUp:  true,
 		changed: make(chan struct{}),
 	}, nil
 }
 
-// Accept waits for the next connection, through any number of outages.
+// open returns the connections open now.
+func (l *serverListener) open() int { return int(l.conns.Load()) }
+
+// Accept waits for a free connection slot, then for the next connection,
+// through any number of outages.
 func (l *serverListener) Accept() (net.Conn, error) {
+	select {
+	case l.slots <- struct{}{}:
+	case <-l.done:
+		return nil, net.ErrClosed
+	}
+	c, err := l.accept()
+	if err != nil {
+		<-l.slots
+		return nil, err
+	}
+	l.conns.Add(1)
+	return &serverConn{Conn: c, l: l}, nil
+}
+
+func (l *serverListener) accept() (net.Conn, error) {
 	for {
 		l.mu.Lock()
 		if l.closed {
@@ -77,6 +109,23 @@ func (l *serverListener) Accept() (net.Conn, error) {
 	}
 }
 
+// serverConn is an accepted connection, which gives its slot back when
+// it closes.
+type serverConn struct {
+	net.Conn
+	l    *serverListener
+	once sync.Once
+}
+
+func (c *serverConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(func() {
+		c.l.conns.Add(-1)
+		<-c.l.slots
+	})
+	return err
+}
+
 // Close stops the listener for good, and waits for a re-open in progress
 // to give up.
 func (l *serverListener) Close() error {
@@ -101,13 +150,13 @@ func (l *serverListener) Close() error {
 func (l *serverListener) Addr() net.Addr { return l.netAddr }
 
 // set takes the listener down or puts it back up. Putting it up listens
-// at once; if the address is taken, it tries again every
-// serverListenRetry in the background until it can, until it is taken
-// down again, or until Close.
+// at once; if the address is taken, it says so (onFail) and tries again
+// every serverListenRetry in the background until it can (onRestored),
+// until it is taken down again, or until Close.
 func (l *serverListener) set(up bool) {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if l.closed {
+		l.mu.Unlock()
 		return
 	}
 	l.wantUp = up
@@ -117,14 +166,25 @@ func (l *serverListener) set(up bool) {
 			l.inner = nil
 			l.signalLocked()
 		}
+		l.mu.Unlock()
 		return
 	}
-	if l.inner != nil || l.listenLocked() || l.retrying {
+	if l.inner != nil || l.retrying {
+		l.mu.Unlock()
+		return
+	}
+	err := l.listenLocked()
+	if err == nil {
+		l.mu.Unlock()
 		return
 	}
 	l.retrying = true
 	l.wg.Add(1)
 	go l.retry()
+	l.mu.Unlock()
+	if l.onFail != nil {
+		l.onFail(err)
+	}
 }
 
 // retry re-opens the listener in the background.
@@ -138,25 +198,32 @@ func (l *serverListener) retry() {
 		case <-t.C:
 		}
 		l.mu.Lock()
-		if l.closed || !l.wantUp || l.inner != nil || l.listenLocked() {
+		if l.closed || !l.wantUp || l.inner != nil {
 			l.retrying = false
 			l.mu.Unlock()
+			return
+		}
+		if l.listenLocked() == nil {
+			l.retrying = false
+			l.mu.Unlock()
+			if l.onRestored != nil {
+				l.onRestored()
+			}
 			return
 		}
 		l.mu.Unlock()
 	}
 }
 
-// listenLocked opens a socket on the address and reports whether it
-// could.
-func (l *serverListener) listenLocked() bool {
+// listenLocked opens a socket on the address.
+func (l *serverListener) listenLocked() error {
 	ln, err := net.Listen("tcp", l.addr)
 	if err != nil {
-		return false
+		return err
 	}
 	l.inner = ln
 	l.signalLocked()
-	return true
+	return nil
 }
 
 func (l *serverListener) signalLocked() {

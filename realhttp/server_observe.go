@@ -48,7 +48,8 @@ type ServerLogLine struct {
 	// ID is the server's number for the attempt, from 1 in order of
 	// arrival.
 	ID uint64 `json:"id"`
-	// Key is the Idempotency-Key header, if any.
+	// Key is the Idempotency-Key header, if any: its first 64 bytes and
+	// "..." when it is longer (see KeyLen).
 	Key string `json:"key,omitempty"`
 	// Attempt is the Herdlab-Attempt header (from 1), 0 without one.
 	Attempt int `json:"attempt"`
@@ -71,13 +72,19 @@ type ServerLogLine struct {
 	// ServiceS is the service time the attempt was given, in scenario
 	// seconds; 0 if it was never given a slot.
 	ServiceS float64 `json:"service_s,omitempty"`
-	// Duplicate is true when the attempt processed a key already
-	// processed (only without server idempotency).
+	// KeyLen is the length of the key in bytes when Key had to be
+	// truncated (to serverLogKeyLen bytes and "..."); absent otherwise.
+	KeyLen int `json:"key_len,omitempty"`
+	// Duplicate is true when the attempt processed a key this server
+	// had processed before, with or without idempotency.
 	Duplicate bool `json:"duplicate,omitempty"`
 	// Wasted is true when the attempt was processed after its client
 	// had gone.
 	Wasted bool `json:"wasted,omitempty"`
 }
+
+// serverLogKeyLen is the most bytes of a key the log writes.
+const serverLogKeyLen = 64
 
 // writeLog writes attempt a's log line with one Write, under logMu.
 // Write errors are dropped: the log never fails a request.
@@ -93,6 +100,10 @@ func (s *Server) writeLog(a *serverAttempt) {
 		ServiceS:  a.service.Seconds(),
 		Duplicate: a.duplicate,
 		Wasted:    a.wasted,
+	}
+	if len(line.Key) > serverLogKeyLen {
+		line.KeyLen = len(line.Key)
+		line.Key = line.Key[:serverLogKeyLen] + "..."
 	}
 	if a.hasRequest {
 		line.Request = &a.request
@@ -167,10 +178,34 @@ func newServerMetrics(s *Server) *serverMetrics {
 		m.pairs[p.o][p.r] = m.attempts.WithLabelValues(p.o.String(), p.r.String())
 	}
 	m.processed = counter("processed_total", "Requests processed (service time served).")
-	m.duplicates = counter("duplicates_total", "Requests processed again for an Idempotency-Key already processed.")
+	m.duplicates = counter("duplicates_total", "Requests processed again for an Idempotency-Key this server had processed, with or without idempotency.")
 	m.wasted = counter("wasted_total", "Requests processed after their client had gone.")
 	m.lost = counter("lost_responses_total", "Answers dropped on purpose (response loss): the connection was reset.")
 	m.dropped = counter("dropped_expired_total", "Queued requests skipped because their client had gone (drop_expired).")
+	counterFunc := func(name, help string, read func() int64) {
+		m.reg.MustRegister(prometheus.NewCounterFunc(
+			prometheus.CounterOpts{Namespace: "herdlab", Subsystem: "server", Name: name, Help: help},
+			func() float64 { return float64(read()) }))
+	}
+	counterFunc("keys_forgotten_total", "Processed keys the duplicate window forgot: a duplicate of one goes uncounted.",
+		func() int64 { _, n := s.seen.stats(); return n })
+	counterFunc("bad_keys_total", "Requests answered 400 for an Idempotency-Key too long (not attempts).", s.badKeys.Load)
+	counterFunc("store_errors_total", "Failed calls to the idempotency store (each answered 503 store_error, or retried for a Done).", s.storeErrs.Load)
+	counterFunc("store_data_lost_total", "Times the idempotency store was found to have lost its data (its epoch key gone).", s.dataLost.Load)
+	counterFunc("store_done_lost_total", "Processed keys whose Done never reached the store: they stay in progress until their lease ends.", s.doneLost.Load)
+	gauge("store_done_pending", "Processed keys whose Done failed and is being retried.", func(s *Server) int { return len(s.pending) })
+	gauge("resets", "Resets of the scenario clock (the control endpoint).", func(s *Server) int { return s.resets })
+	m.reg.MustRegister(prometheus.NewGaugeFunc(
+		prometheus.GaugeOpts{Namespace: "herdlab", Subsystem: "server", Name: "connections", Help: "Connections open (the work listener's)."},
+		func() float64 {
+			s.mu.Lock()
+			ln := s.ln
+			s.mu.Unlock()
+			if ln == nil {
+				return 0
+			}
+			return float64(ln.open())
+		}))
 	gauge("in_flight", "Requests in service.", func(s *Server) int { return s.busy })
 	gauge("queue_depth", "Requests waiting for a slot.", func(s *Server) int { return s.qlen })
 	gauge("held", "Requests held without an answer by a timeout outage.", func(s *Server) int { return s.held })

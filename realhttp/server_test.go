@@ -789,7 +789,7 @@ func TestServerSafeDefaults(t *testing.T) {
 
 	hs := s.http
 	assert.Positive(t, hs.ReadHeaderTimeout)
-	assert.Positive(t, hs.ReadTimeout)
+	assert.Positive(t, s.bodyTimeout)
 	assert.Positive(t, hs.IdleTimeout)
 	assert.Greater(t, hs.WriteTimeout, s.real(s.holdCap), "the write timeout outlasts a hold")
 
@@ -828,7 +828,7 @@ strategies: [{name: s, backoff: {kind: fixed, delay: 1s}}]
 
 func TestMemoryStore(t *testing.T) {
 	ctx := context.Background()
-	m := NewMemoryStore()
+	m := NewMemoryStore(MemoryLimits{})
 	state, err := m.State(ctx, "k")
 	require.NoError(t, err)
 	assert.Equal(t, "", state)

@@ -54,7 +54,8 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 		}
 	}
 	bw.WriteString("\nA recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
-		"come from the in-process test server; against another --target they are not known (0).\n")
+		"come from the test server (in process, or a herdlab serve named with --control); against a --target without " +
+		"--control they are not known (0).\n")
 	return bw.Flush()
 }
 

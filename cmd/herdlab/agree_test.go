@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
 )
@@ -33,11 +32,7 @@ func TestReplayAgreesWithTheSimulation(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "out")
 	code, _, stderr := herdlab("replay", "../../scenarios/real-mode.yaml", "--strategy", "full-jitter", "--time-scale", "0.2", "--runs", strconv.Itoa(runs), "-o", out, "-q")
 	require.Equal(t, exitOK, code, stderr)
-	f, err := os.Open(filepath.Join(out, "summary.json"))
-	require.NoError(t, err)
-	defer f.Close()
-	real, err := results.ReadJSON(f)
-	require.NoError(t, err)
+	real := readSummary(t, out)
 
 	sc, err := scenarios.Load("../../scenarios/real-mode.yaml")
 	require.NoError(t, err)
@@ -54,4 +49,81 @@ func TestReplayAgreesWithTheSimulation(t *testing.T) {
 	cmp, err := os.ReadFile(filepath.Join(out, "comparison.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(cmp), "full-jitter: peak load and recovery time agree within 15%", "comparison.md states it")
+}
+
+// replayMeans replays real-mode.yaml's strategies against args' target
+// (none: in-process) at a fifth of real time, 3 runs each, and checks
+// that each strategy's mean peak load and recovery time are within 15%
+// of the simulation's, as TestReplayAgreesWithTheSimulation does.
+func replayMeans(t *testing.T, args ...string) {
+	t.Helper()
+	const runs = 3
+	out := filepath.Join(t.TempDir(), "out")
+	args = append([]string{"replay", "../../scenarios/real-mode.yaml", "--time-scale", "0.2", "--runs", strconv.Itoa(runs), "-o", out, "-q"}, args...)
+	code, _, stderr := herdlab(args...)
+	require.Equal(t, exitOK, code, stderr)
+	real := readSummary(t, out)
+	sc, err := scenarios.Load("../../scenarios/real-mode.yaml")
+	require.NoError(t, err)
+	sc.Runs = runs
+	simulated, err := sim.Run(context.Background(), sc, sim.Options{})
+	require.NoError(t, err)
+	require.Len(t, real.Strategies, len(simulated.Summary.Strategies))
+	for i, r := range real.Strategies {
+		s := simulated.Summary.Strategies[i]
+		require.NotNil(t, r.RecoveryTimeS, "%s: the real server recovers", r.Name)
+		require.NotNil(t, s.RecoveryTimeS)
+		t.Logf("%s: peak load: real %v, simulated %v; recovery: real %vs, simulated %vs; processed %v", r.Name, r.PeakLoad, s.PeakLoad, *r.RecoveryTimeS, *s.RecoveryTimeS, r.Processed)
+		assert.InEpsilon(t, s.PeakLoad, r.PeakLoad, 0.15, "%s: peak load within 15%%", r.Name)
+		assert.InDelta(t, *s.RecoveryTimeS, *r.RecoveryTimeS, max(0.15**s.RecoveryTimeS, sc.Bucket.Seconds()), "%s: recovery time within 15%% (or a bucket)", r.Name)
+		assert.InEpsilon(t, s.Delivered, r.Delivered, 0.02, r.Name)
+		assert.Positive(t, r.Processed, "%s: the server's counts", r.Name)
+	}
+}
+
+func TestReplayAgreesWithTheSimulationAgainstServe(t *testing.T) {
+	// Both strategies of the real-mode scenario, 3 runs each, one after
+	// another against one herdlab serve, whose clock each run resets:
+	// each agrees with the simulation as the in-process server does.
+	if testing.Short() {
+		t.Skip("a minute of wall time")
+	}
+	work, control, _ := serveProcess(t, "--scenario", "../../scenarios/real-mode.yaml", "--time-scale", "0.2")
+	replayMeans(t, "--target", work, "--control", control)
+}
+
+func TestReplayAgreesWithTheSimulationOrSaysSoAt50000Requests(t *testing.T) {
+	// 50,000 webhooks in one burst, and a fixed retry that brings them
+	// back as one herd. Replay sizes its connections to the 2,500
+	// attempts the server holds at once. Either the real run agrees
+	// with the simulation, or it says that it could not send the herd
+	// as simulated and exits 1; it never exits 0 with figures that do
+	// not agree. Waits for a connection are never counted as timeouts.
+	if testing.Short() {
+		t.Skip("20 s of wall time")
+	}
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "herd.yaml", herd50k)
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("replay", file, "-o", out, "-q")
+	real := readSummary(t, out)
+	sc, err := scenarios.Load(file)
+	require.NoError(t, err)
+	simulated, err := sim.Run(context.Background(), sc, sim.Options{})
+	require.NoError(t, err)
+	r, s := real.Strategies[0], simulated.Summary.Strategies[0]
+	t.Logf("exit %d; amplification real %v, simulated %v; peak real %v, simulated %v; timed out real %v; %s", code, r.Amplification, s.Amplification, r.PeakLoad, s.PeakLoad, r.TimedOut, stderr)
+	assert.Equal(t, 50000.0, r.Requests)
+	assert.Equal(t, s.TimedOut, r.TimedOut, "no wait for a connection counted as a timeout")
+	assert.Zero(t, r.Duplicates)
+	switch code {
+	case exitOK:
+		assert.InEpsilon(t, s.Amplification, r.Amplification, 0.15)
+		assert.InEpsilon(t, s.PeakLoad, r.PeakLoad, 0.15)
+	case exitFailed:
+		assert.Contains(t, stderr, "went out more than")
+		assert.Contains(t, stderr, "the herd did not go out as simulated")
+	default:
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
 }

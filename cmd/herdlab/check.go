@@ -72,22 +72,9 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab check: --tolerance %v: want a fraction >= 0\n", tolerance)
 		return exitBadInput
 	}
-	lim, ok := readLimits(c, fs)
-	if !ok {
-		return exitBadInput
-	}
-	loaded, code := loadScenarios(c, fs.Args())
+	lim, loaded, code := loadToSimulate(c, fs, only)
 	if code != exitOK {
 		return code
-	}
-	if !override(c, fs, loaded) {
-		return exitBadInput
-	}
-	for _, sc := range loaded {
-		if err := sim.CheckStrategies(sc, only); err != nil {
-			fmt.Fprintf(c.stderr, "herdlab check: %v\n", err)
-			return exitBadInput
-		}
 	}
 	if !lintOnly && !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {
 		return exitBadInput

@@ -1,24 +1,46 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"encoding/csv"
+	"io"
 	"os"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zeontools/herdlab/realhttp"
 	"github.com/zeontools/herdlab/results"
 )
 
+// readSummary reads dir/summary.json.
+func readSummary(t *testing.T, dir string) *results.Summary {
+	t.Helper()
+	f, err := os.Open(filepath.Join(dir, "summary.json"))
+	require.NoError(t, err)
+	defer f.Close()
+	s, err := results.ReadJSON(f)
+	require.NoError(t, err)
+	return s
+}
+
 func TestReplay(t *testing.T) {
 	dir := t.TempDir()
+	// Buckets of 10 s: at scale 0.1 an attempt is late after 250 ms of
+	// wall time, which a burst of 200 keeps to under the race detector
+	// on a busy machine.
 	file := writeScenario(t, dir, "lossy.yaml", `name: lossy
 duration: 20s
+bucket: 10s
 server:
   concurrency: 20
   service_time: {dist: exponential, mean: 20ms}
@@ -29,17 +51,13 @@ strategies:
   - {name: full-jitter, backoff: {kind: full-jitter, base: 500ms, cap: 5s}, max_attempts: 10}
 `)
 	out := filepath.Join(dir, "out")
-	code, stdout, stderr := herdlab("replay", file, "--time-scale", "0.05", "-o", out)
+	code, stdout, stderr := herdlab("replay", file, "--time-scale", "0.1", "-o", out)
 	require.Equal(t, exitOK, code, stderr)
-	assert.Contains(t, stdout, "lossy over real HTTP (time scale 0.05)")
+	assert.Contains(t, stdout, "lossy over real HTTP (time scale 0.1)")
 	for _, name := range []string{"summary.json", "timeseries.csv", "report.md", "report.html", "load.png", "comparison.md", "comparison.png", "dlq.jsonl"} {
 		assert.FileExists(t, filepath.Join(out, name))
 	}
-	f, err := os.Open(filepath.Join(out, "summary.json"))
-	require.NoError(t, err)
-	defer f.Close()
-	s, err := results.ReadJSON(f)
-	require.NoError(t, err)
+	s := readSummary(t, out)
 	st := s.Strategies[0]
 	assert.Equal(t, 200.0, st.Requests)
 	assert.Equal(t, st.Requests, st.Delivered+st.DeadLettered+st.Unfinished, "conservation")
@@ -49,11 +67,26 @@ strategies:
 	require.NoError(t, err)
 	assert.Contains(t, string(cmp), "| full-jitter | amplification |")
 	assert.Equal(t, 5, strings.Count(string(cmp), "| full-jitter |"))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.NotContains(t, e.Name(), ".new-", "no staging folder left behind")
+	}
 }
 
 func TestReplayBadInput(t *testing.T) {
 	dir := t.TempDir()
 	file := writeScenario(t, dir, "small.yaml", small)
+	// An earlier replay's folder, which bad input must leave alone.
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	old := map[string]string{"dlq.jsonl": `{"request":1}` + "\n", "summary.json": "{}\n"}
+	for name, text := range old {
+		require.NoError(t, os.WriteFile(filepath.Join(out, name), []byte(text), 0o644))
+	}
+	stray := filepath.Join(dir, "stray")
+	require.NoError(t, os.MkdirAll(stray, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(stray, "notes.txt"), []byte("mine"), 0o644))
 	tests := []struct {
 		args []string
 		want string
@@ -61,12 +94,85 @@ func TestReplayBadInput(t *testing.T) {
 		{[]string{"replay"}, "name one scenario file"},
 		{[]string{"replay", file, "--time-scale", "-1"}, "--time-scale -1: want a number > 0"},
 		{[]string{"replay", file, "--strategy", "nope"}, `no strategy "nope"`},
+		{[]string{"replay", file, "--max-conns", "-1"}, "--max-conns -1: want a number >= 0"},
+		{[]string{"replay", file, "--runs", "0"}, "--runs 0: want a number >= 1"},
+		{[]string{"replay", file, "--parallel", "2"}, "unknown flag: --parallel"},
+		{[]string{"replay", file, "--target", "127.0.0.1:8080"}, "--target: "},
+		{[]string{"replay", file, "--control", "http://127.0.0.1:1/"}, "--control needs --target"},
+		{[]string{"replay", file, "--target", "http://127.0.0.1:1/", "--control", "ftp://x/"}, "--control: "},
+		{[]string{"replay", file, "--target", "http://127.0.0.1:1/"}, "--target without --control: 2 runs (2 strategies x 1)"},
+		{[]string{"replay", file, "--target", "http://127.0.0.1:1/", "--control", "http://127.0.0.1:1/"}, "--control http://127.0.0.1:1/: "},
+		{[]string{"replay", file, "-o", stray}, "--out: "},
 	}
 	for _, tt := range tests {
-		code, _, stderr := herdlab(tt.args...)
+		args := tt.args
+		if len(args) > 1 && !slicesContains(args, "-o") {
+			args = append(args, "-o", out)
+		}
+		start := time.Now()
+		code, _, stderr := herdlab(args...)
 		assert.Equal(t, exitBadInput, code, tt.args)
 		assert.Contains(t, stderr, tt.want, tt.args)
+		assert.Less(t, time.Since(start), 2*time.Second, "refused before replaying: %v", tt.args)
 	}
+	for name, text := range old {
+		b, err := os.ReadFile(filepath.Join(out, name))
+		require.NoError(t, err)
+		assert.Equal(t, text, string(b), "%s untouched", name)
+	}
+	b, err := os.ReadFile(filepath.Join(stray, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(b))
+}
+
+func slicesContains(s []string, v string) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// herd50k is a herd of 50,000 webhooks into a 5 s refusal, and the fixed
+// 5 s retry that brings them back as one.
+const herd50k = `name: herd-50k
+description: 50,000 webhooks in one burst into a 5 s refusal.
+duration: 25s
+server:
+  concurrency: 500
+  service_time: {dist: exponential, mean: 50ms}
+  queue: 2000
+  outages: [{start: 0s, duration: 5s, mode: refuse}]
+workload: {requests: 50000}
+strategies:
+  - {name: fixed-5s, backoff: {kind: fixed, delay: 5s}, max_attempts: 4, timeout: 10s}
+`
+
+func TestReplayRefusesAHerdItCannotSend(t *testing.T) {
+	// The 2,500 attempts that the server holds at once after the outage
+	// need 2,500 connections (and a quarter more): 256 would smear the
+	// herd over seconds. Replay says so before it starts, and writes
+	// nothing.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "herd.yaml", herd50k)
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("replay", file, "--max-conns", "256", "-o", out)
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "--max-conns 256: the simulation holds up to 2500 attempts at the server at once (fixed-5s, run 1, at t=5s)")
+	assert.Contains(t, stderr, "raise --max-conns to 3125")
+	assert.NoDirExists(t, out)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "only the scenario: no staging folder left")
+
+	limit, ok := realhttp.OpenFileLimit()
+	if !ok || limit > 1<<20 {
+		return
+	}
+	code, _, stderr = herdlab("replay", file, "--max-conns", strconv.FormatUint(limit, 10), "-o", out)
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "ulimit -n", "the open-file limit binds")
 }
 
 func TestReplayInterruptedWritesPartialResults(t *testing.T) {
@@ -78,13 +184,183 @@ func TestReplayInterruptedWritesPartialResults(t *testing.T) {
 	code := run(ctx, []string{"replay", "../../scenarios/real-mode.yaml", "--time-scale", "0.2", "-o", out, "-q"}, &stdout, &stderr)
 	assert.Equal(t, exitFailed, code)
 	assert.Contains(t, stderr.String(), "interrupted: the results are partial")
-	f, err := os.Open(filepath.Join(out, "summary.json"))
-	require.NoError(t, err)
-	defer f.Close()
-	s, err := results.ReadJSON(f)
-	require.NoError(t, err)
+	s := readSummary(t, out)
 	assert.True(t, s.Partial)
 	report, err := os.ReadFile(filepath.Join(out, "report.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(report), "Partial results")
+}
+
+func TestReplayKeepsTheOldFolderUntilDone(t *testing.T) {
+	// A second replay into the folder of a first: until it is done, the
+	// first's dead letters and summary are there, whole; then the
+	// folder is the second's, whole.
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	first := []byte(`{"scenario": "first"}` + "\n")
+	require.NoError(t, os.WriteFile(filepath.Join(out, "summary.json"), first, 0o644))
+	letters := filepath.Join(out, "dlq.jsonl")
+	oldLetters := []byte(`{"request":7,"key":"k","reason":"max_attempts","attempts":8,"t":1}` + "\n")
+	require.NoError(t, os.WriteFile(letters, oldLetters, 0o644))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan int)
+	go func() {
+		done <- run(ctx, []string{"replay", "../../scenarios/real-mode.yaml", "--time-scale", "0.2", "--strategy", "full-jitter", "-o", out, "-q"}, io.Discard, io.Discard)
+	}()
+	// The second is under way when its staged dead-letter file exists.
+	require.Eventually(t, func() bool {
+		staged, _ := filepath.Glob(filepath.Join(dir, ".out.new-*", "dlq.jsonl"))
+		return len(staged) == 1
+	}, 10*time.Second, 5*time.Millisecond)
+	time.Sleep(300 * time.Millisecond)
+	now, err := os.ReadFile(letters)
+	require.NoError(t, err)
+	assert.Equal(t, oldLetters, now, "the old dead letters are untouched while the replay runs")
+	summary, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	assert.Equal(t, first, summary)
+	cancel() // as SIGINT: the partial results replace the folder whole
+	assert.Equal(t, exitFailed, <-done)
+	s := readSummary(t, out)
+	assert.True(t, s.Partial)
+	assert.Equal(t, "real-mode", s.Scenario, "the second replay's")
+	now, err = os.ReadFile(letters)
+	require.NoError(t, err)
+	assert.NotEqual(t, oldLetters, now)
+	left, _ := filepath.Glob(filepath.Join(dir, ".out.*"))
+	assert.Empty(t, left, "no staging folder left")
+}
+
+// serveProcess runs herdlab serve with args in a process of its own
+// until the test ends (then SIGINT stops it), and returns its work and
+// control URLs and what it prints.
+func serveProcess(t *testing.T, args ...string) (work, control string, stdout *lockedBuffer) {
+	t.Helper()
+	cmd := herdlabProcess(append([]string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, args...)...)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(os.Interrupt)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+			t.Error("serve did not stop on SIGINT")
+		}
+	})
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err, "serve's stderr: %s", stderr)
+	stdout = &lockedBuffer{}
+	stdout.Write([]byte(line))
+	go io.Copy(stdout, r)
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	return m[1], m[2], stdout
+}
+
+// serveForTest is serveProcess, in this process: a goroutine runs
+// herdlab serve until the test ends.
+func serveForTest(t *testing.T, args ...string) (work, control string, stdout *lockedBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	out, w := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, append([]string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, args...), w, io.Discard)
+		w.Close()
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	stdout = &lockedBuffer{}
+	stdout.Write([]byte(line))
+	go io.Copy(stdout, r)
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	return m[1], m[2], stdout
+}
+
+// lockedBuffer is a bytes.Buffer that a command's goroutine writes while
+// a test reads it.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func TestReplayAgainstServeResetsEachRun(t *testing.T) {
+	// Two strategies against one herdlab serve: each run starts from
+	// t=0 of the target's clock, so each meets the outage at its start.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "two.yaml", `name: two
+duration: 10s
+bucket: 10s
+server:
+  concurrency: 20
+  service_time: 10ms
+  outages: [{start: 0s, duration: 2s, mode: refuse}]
+workload: {requests: 50}
+strategies:
+  - {name: fixed, backoff: {kind: fixed, delay: 3s}, max_attempts: 3}
+  - {name: jitter, backoff: {kind: full-jitter, base: 1s, cap: 3s}, max_attempts: 5}
+`)
+	work, control, served := serveProcess(t, "--scenario", file, "--time-scale", "0.1")
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("replay", file, "--target", work, "--control", control, "--time-scale", "0.1", "-o", out, "-q")
+	require.Equal(t, exitOK, code, stderr)
+	assert.Equal(t, 2, strings.Count(served.String(), "scenario clock reset to 0"), served.String())
+	assert.Equal(t, 3, strings.Count(served.String(), "refuse outage starts"), "at serve's start, and at each reset")
+
+	f, err := os.Open(filepath.Join(out, "timeseries.csv"))
+	require.NoError(t, err)
+	defer f.Close()
+	rows, err := csv.NewReader(f).ReadAll()
+	require.NoError(t, err)
+	failed := map[string]int{}
+	for _, row := range rows[1:] {
+		if row[2] == "0" { // the first bucket: the outage
+			failed[row[0]], _ = strconv.Atoi(row[5])
+		}
+	}
+	assert.GreaterOrEqual(t, failed["fixed"], 50, "every first attempt refused")
+	assert.GreaterOrEqual(t, failed["jitter"], 50, "the second strategy met the outage too")
+	s := readSummary(t, out)
+	for _, st := range s.Strategies {
+		assert.GreaterOrEqual(t, st.Delivered, 45.0, st.Name)
+		assert.Equal(t, st.Delivered, st.Processed, "the target's counts, through its control endpoint: %s", st.Name)
+	}
+
+	// The same target, another time scale: refused.
+	code, _, stderr = herdlab("replay", file, "--target", work, "--control", control, "--time-scale", "0.2", "-o", out, "-q")
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "the target runs at time scale 0.1, the replay at 0.2")
 }

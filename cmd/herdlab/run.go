@@ -62,22 +62,9 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 		charts = &plots.Options{Format: format, Overlay: overlay}
 	}
 
-	lim, ok := readLimits(c, fs)
-	if !ok {
-		return exitBadInput
-	}
-	loaded, code := loadScenarios(c, fs.Args())
+	lim, loaded, code := loadToSimulate(c, fs, only)
 	if code != exitOK {
 		return code
-	}
-	if !override(c, fs, loaded) {
-		return exitBadInput
-	}
-	for _, sc := range loaded {
-		if err := sim.CheckStrategies(sc, only); err != nil {
-			fmt.Fprintf(c.stderr, "herdlab run: %v\n", err)
-			return exitBadInput
-		}
 	}
 	lintErrors(c, "run", loaded)
 	if !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {

@@ -2,8 +2,11 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"os"
+	"io"
+	"net"
+	"sync"
 	"time"
 
 	flag "github.com/spf13/pflag"
@@ -19,76 +22,269 @@ The test server enforces the scenario's server section: concurrency slots
 and a bounded queue (overflow 503), service times, outage windows (refuse:
 the listener is closed; timeout: no answer; error: 503), warmup, random
 failures, the rate limit (429 with Retry-After), response loss and
-idempotency (Idempotency-Key header). GET /metrics serves Prometheus
-metrics. It binds 127.0.0.1 unless told otherwise and stops gracefully on
-SIGINT or SIGTERM. The scenario clock starts when it starts listening.`,
+idempotency (Idempotency-Key header, at most 256 bytes). It counts every
+second processing of a key, with idempotency or without. It binds --addr
+before anything else (exit 2 if it cannot), and the scenario clock starts
+then; it prints when each outage starts and ends, and stops gracefully on
+SIGINT or SIGTERM.
+
+Metrics (/metrics) and the control endpoint (/control/state, and
+/control/reset, which herdlab replay --control uses to start each run from
+t=0) are on --metrics-addr, a listener of their own that outages leave
+alone. Neither listener has authentication: both bind 127.0.0.1 unless
+told otherwise, and a wider bind is warned about.
+
+With --idempotency-store, keys live in Redis, which must persist them
+(appendonly yes, appendfsync always): serve warns when it does not, and
+says so when Redis loses its data (restarted without persistence).`,
 	usage: "--scenario FILE.yaml [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.String("scenario", "", "the scenario whose server to serve (required)")
 		fs.String("addr", "127.0.0.1:8080", "address to listen on")
+		fs.String("metrics-addr", "127.0.0.1:8081", "address of the metrics and control listener")
 		fs.Float64("time-scale", 1, "multiply every duration of the scenario (0.1: a 30 s outage takes 3 s)")
-		fs.String("log", "", "write the request log (JSON lines) to this file")
+		fs.Int("max-conns", 0, "connections open at once, at most (default: the open-file limit less 128)")
+		fs.Duration("read-header-timeout", 5*time.Second, "time a client has to send a request's headers")
+		fs.Duration("body-timeout", 5*time.Second, "time a client has to send a request's body")
+		fs.String("log", "", "write the request log (JSON lines) to this file (an older one is kept as FILE.1)")
+		fs.Int64("log-max-mb", 100, "start a new log file past this size, keeping the last one as FILE.1")
+		fs.Int("duplicate-window", 1_000_000, "processed keys remembered to count duplicates (about 70 bytes each)")
+		fs.Int("memory-store-keys", 1_000_000, "the in-memory idempotency store: keys at most (oldest processed forgotten first)")
+		fs.Int64("memory-store-mb", 256, "the in-memory idempotency store: memory at most")
 		fs.String("idempotency-store", "", "keep idempotency keys in Redis: redis://HOST:PORT/DB (default: in memory)")
-		fs.Duration("idempotency-ttl", 24*time.Hour, "how long Redis keeps a key")
+		fs.Duration("idempotency-ttl", 24*time.Hour, "how long Redis keeps a processed key")
+		fs.Duration("idempotency-lease", 30*time.Second, "how long a key stays in progress without its end being recorded")
+		fs.Duration("store-timeout", 250*time.Millisecond, "each call to the idempotency store fails after this (answered 503)")
 	},
 	run: serve,
 }
 
-func serve(c *cli, fs *flag.FlagSet) int {
-	file, _ := fs.GetString("scenario")
-	addr, _ := fs.GetString("addr")
+// serveOpts are serve's flags, checked.
+type serveOpts struct {
+	file, addr, metricsAddr, log, redis string
+	server                              realhttp.ServerOptions
+	logBytes                            int64
+	memory                              realhttp.MemoryLimits
+	redisOpts                           realhttp.RedisOptions
+}
+
+// serveFlags reads and checks every flag; a message for the first bad
+// one.
+func serveFlags(fs *flag.FlagSet) (serveOpts, error) {
+	var o serveOpts
+	o.file, _ = fs.GetString("scenario")
+	o.addr, _ = fs.GetString("addr")
+	o.metricsAddr, _ = fs.GetString("metrics-addr")
+	o.log, _ = fs.GetString("log")
+	o.redis, _ = fs.GetString("idempotency-store")
 	scale, _ := fs.GetFloat64("time-scale")
-	logFile, _ := fs.GetString("log")
-	if file == "" {
-		fmt.Fprintln(c.stderr, "herdlab serve: --scenario FILE.yaml is required")
-		return exitBadInput
+	maxConns, _ := fs.GetInt("max-conns")
+	header, _ := fs.GetDuration("read-header-timeout")
+	body, _ := fs.GetDuration("body-timeout")
+	logMB, _ := fs.GetInt64("log-max-mb")
+	window, _ := fs.GetInt("duplicate-window")
+	keys, _ := fs.GetInt("memory-store-keys")
+	memMB, _ := fs.GetInt64("memory-store-mb")
+	ttl, _ := fs.GetDuration("idempotency-ttl")
+	lease, _ := fs.GetDuration("idempotency-lease")
+	storeTimeout, _ := fs.GetDuration("store-timeout")
+	switch {
+	case o.file == "":
+		return o, errors.New("--scenario FILE.yaml is required")
+	case !(scale > 0):
+		return o, fmt.Errorf("--time-scale %v: want a number > 0", scale)
+	case maxConns < 0:
+		return o, fmt.Errorf("--max-conns %d: want a number >= 0", maxConns)
+	case header <= 0:
+		return o, fmt.Errorf("--read-header-timeout %s: want a duration > 0", header)
+	case body <= 0:
+		return o, fmt.Errorf("--body-timeout %s: want a duration > 0", body)
+	case logMB <= 0:
+		return o, fmt.Errorf("--log-max-mb %d: want a number > 0", logMB)
+	case window <= 0:
+		return o, fmt.Errorf("--duplicate-window %d: want a number > 0", window)
+	case keys <= 0:
+		return o, fmt.Errorf("--memory-store-keys %d: want a number > 0", keys)
+	case memMB <= 0:
+		return o, fmt.Errorf("--memory-store-mb %d: want a number > 0", memMB)
+	case ttl <= 0:
+		return o, fmt.Errorf("--idempotency-ttl %s: want a duration > 0", ttl)
+	case lease <= 0:
+		return o, fmt.Errorf("--idempotency-lease %s: want a duration > 0", lease)
+	case lease > ttl:
+		return o, fmt.Errorf("--idempotency-lease %s: want at most --idempotency-ttl (%s)", lease, ttl)
+	case storeTimeout <= 0:
+		return o, fmt.Errorf("--store-timeout %s: want a duration > 0", storeTimeout)
 	}
-	if scale <= 0 {
-		fmt.Fprintf(c.stderr, "herdlab serve: --time-scale %v: want a number > 0\n", scale)
-		return exitBadInput
+	if err := realhttp.CheckAddr(o.addr); err != nil {
+		return o, fmt.Errorf("--addr: %v", err)
 	}
-	sc, err := scenarios.Load(file)
+	if err := realhttp.CheckAddr(o.metricsAddr); err != nil {
+		return o, fmt.Errorf("--metrics-addr: %v", err)
+	}
+	if limit, ok := realhttp.OpenFileLimit(); ok && maxConns > 0 && uint64(maxConns)+128 > limit {
+		return o, fmt.Errorf("--max-conns %d: the open-file limit is %d, and the server needs 128 files beyond its connections: "+
+			"raise it with `ulimit -n %d` in the shell that runs herdlab, or lower --max-conns", maxConns, limit, maxConns+128)
+	}
+	o.server = realhttp.ServerOptions{
+		TimeScale: scale, MaxConns: maxConns, ReadHeaderTimeout: header, BodyTimeout: body,
+		DuplicateWindow: window, StoreTimeout: storeTimeout,
+	}
+	o.logBytes = logMB << 20
+	o.memory = realhttp.MemoryLimits{Keys: keys, Bytes: memMB << 20}
+	o.redisOpts = realhttp.RedisOptions{TTL: ttl, Lease: lease, Timeout: storeTimeout}
+	return o, nil
+}
+
+func serve(c *cli, fs *flag.FlagSet) int {
+	fail := func(code int, format string, args ...any) int {
+		fmt.Fprintf(c.stderr, "herdlab serve: "+format+"\n", args...)
+		return code
+	}
+	if fs.NArg() > 0 {
+		return fail(exitBadInput, "takes no arguments, got %q (the scenario is --scenario FILE.yaml)", fs.Arg(0))
+	}
+	o, err := serveFlags(fs)
+	if err != nil {
+		return fail(exitBadInput, "%v", err)
+	}
+	sc, err := scenarios.Load(o.file)
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitBadInput
 	}
-	opts := realhttp.ServerOptions{TimeScale: scale, Seed: sc.Seed}
-	if logFile != "" {
-		f, err := os.Create(logFile)
-		if err != nil {
-			fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
-			return exitBadInput
-		}
-		defer f.Close()
-		opts.Log = f
+	o.server.Seed = sc.Seed
+	if sc.Server.Model == scenarios.ModelOCC {
+		return fail(exitBadInput, "%s: %v", o.file, realhttp.ErrServerModel)
 	}
-	if url, _ := fs.GetString("idempotency-store"); url != "" {
-		ttl, _ := fs.GetDuration("idempotency-ttl")
-		store, err := realhttp.NewRedisStore(c.ctx, url, ttl)
+
+	if o.redis != "" {
+		store, err := realhttp.NewRedisStore(c.ctx, o.redis, o.redisOpts)
 		if err != nil {
-			fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
-			return exitBadInput
+			return fail(exitBadInput, "--idempotency-store: %v", err)
 		}
 		defer store.Close()
-		opts.Store = store
+		if err := store.CheckPersistence(c.ctx); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab serve: warning: %v\n", err)
+		}
+		o.server.Store = store
+	} else {
+		o.server.Store = realhttp.NewMemoryStore(o.memory)
 	}
-	srv, err := realhttp.NewServer(sc, opts)
+	if o.log != "" {
+		log, err := realhttp.OpenLogFile(o.log, o.logBytes)
+		if err != nil {
+			return fail(exitBadInput, "--log: %v", err)
+		}
+		defer func() {
+			if err := log.Close(); err != nil {
+				fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
+			}
+		}()
+		o.server.Log = log
+	}
+
+	ctx, stop := context.WithCancelCause(c.ctx)
+	defer stop(nil)
+	events := &servePrinter{w: c.stdout, stop: stop}
+	o.server.Events = events.print
+	srv, err := realhttp.NewServer(sc, o.server)
 	if err != nil {
-		fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
-		return exitBadInput
+		return fail(exitBadInput, "%v", err)
 	}
-	if err := srv.Start(addr); err != nil {
-		fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
-		return exitFailed
+	shutdown := func() error {
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		return srv.Shutdown(sctx)
 	}
-	fmt.Fprintf(c.stdout, "serving %s at %s (metrics at %smetrics); Ctrl-C stops\n", sc.Name, srv.URL(), srv.URL())
-	ctx := c.ctx
+	// Bind both before anything is served or said.
+	if err := srv.StartAdmin(o.metricsAddr); err != nil {
+		shutdown()
+		return fail(exitBadInput, "--metrics-addr %s: %v", o.metricsAddr, err)
+	}
+	if err := srv.Start(o.addr); err != nil {
+		shutdown()
+		return fail(exitBadInput, "--addr %s: %v", o.addr, err)
+	}
+	for _, w := range []struct{ flag, addr, what string }{
+		{"--addr", srv.Addr(), "the test server"},
+		{"--metrics-addr", srv.AdminAddr(), "its metrics and control endpoint (which resets the scenario clock)"},
+	} {
+		if !loopback(w.addr) {
+			fmt.Fprintf(c.stderr, "herdlab serve: warning: %s %s listens beyond this machine, and %s has no authentication\n", w.flag, w.addr, w.what)
+		}
+	}
+	fmt.Fprintf(c.stdout, "serving %s at %s (metrics and control at %s, time scale %v); Ctrl-C stops\n",
+		sc.Name, srv.URL(), srv.AdminURL(), o.server.TimeScale)
+	events.start()
+
 	<-ctx.Done()
-	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil {
-		fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
-		return exitFailed
+	code := exitOK
+	if cause := context.Cause(ctx); !errors.Is(cause, context.Canceled) {
+		fmt.Fprintf(c.stderr, "herdlab serve: %v: stopping, since the scenario cannot be served\n", cause)
+		code = exitFailed
 	}
-	return exitOK
+	if err := shutdown(); err != nil {
+		fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
+		code = exitFailed
+	}
+	st := srv.Stats()
+	fmt.Fprintf(c.stdout, "served %d attempts: %d processed, %d duplicates (processed again for a key), %d store errors, %d times the store lost its data\n",
+		st.Attempts, st.Processed, st.Duplicates, st.StoreErrors, st.StoreDataLost)
+	if st.KeysForgotten > 0 {
+		fmt.Fprintf(c.stdout, "the duplicate window forgot %d keys: duplicates of those were not counted (raise --duplicate-window)\n", st.KeysForgotten)
+	}
+	if st.DoneLost > 0 {
+		fmt.Fprintf(c.stdout, "%d processed keys could not be marked processed in the store: they stay in progress until their lease ends\n", st.DoneLost)
+	}
+	return code
+}
+
+// loopback reports whether the host of addr is a loopback address.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// servePrinter prints the server's events, one a line, holding those
+// that come before the line that says where the server is; a listener
+// that cannot re-open stops the server (stop).
+type servePrinter struct {
+	w    io.Writer
+	stop context.CancelCauseFunc
+
+	mu    sync.Mutex
+	ready bool
+	held  []string
+}
+
+func (p *servePrinter) print(ev realhttp.ServerEvent) {
+	line := time.Now().Format("15:04:05.000") + " " + ev.String()
+	p.mu.Lock()
+	if p.ready {
+		fmt.Fprintln(p.w, line)
+	} else {
+		p.held = append(p.held, line)
+	}
+	p.mu.Unlock()
+	if ev.Kind == realhttp.EventListenFailed {
+		p.stop(ev.Err)
+	}
+}
+
+// start prints the events held, and every one after as it comes.
+func (p *servePrinter) start() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, line := range p.held {
+		fmt.Fprintln(p.w, line)
+	}
+	p.held, p.ready = nil, true
 }

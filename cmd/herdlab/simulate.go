@@ -22,6 +22,11 @@ func simulationFlags(fs *flag.FlagSet) {
 	fs.Int("runs", 0, "independent replications (default: the scenario's runs)")
 	fs.Uint64("seed", 0, "seed of the scenario; each run derives its own from it (default: the scenario's seed)")
 	fs.Int("parallel", 0, "runs at once (default: the number of CPUs, fewer if memory is short)")
+	limitFlags(fs)
+}
+
+// limitFlags adds --max-memory and --max-events (see readLimits).
+func limitFlags(fs *flag.FlagSet) {
 	fs.String("max-memory", "", "memory the runs may take, such as 8GiB or 500MB; 0 for no limit (default: 3/4 of this machine's)")
 	fs.Int64("max-events", sim.DefaultMaxEvents, "event budget of one run: a run that reaches it stops and fails")
 }
@@ -163,6 +168,30 @@ func override(c *cli, fs *flag.FlagSet, loaded []*scenarios.Scenario) bool {
 		}
 	}
 	return true
+}
+
+// loadToSimulate does what every command that simulates does first:
+// reads --max-memory and --max-events, loads the files named, applies
+// --runs and --seed, and checks that each scenario has the strategies in
+// only. code is exitOK, or the exit code after a reported problem.
+func loadToSimulate(c *cli, fs *flag.FlagSet, only []string) (lim limits, loaded []*scenarios.Scenario, code int) {
+	lim, ok := readLimits(c, fs)
+	if !ok {
+		return lim, nil, exitBadInput
+	}
+	if loaded, code = loadScenarios(c, fs.Args()); code != exitOK {
+		return lim, nil, code
+	}
+	if !override(c, fs, loaded) {
+		return lim, nil, exitBadInput
+	}
+	for _, sc := range loaded {
+		if err := sim.CheckStrategies(sc, only); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab %s: %v\n", fs.Name(), err)
+			return lim, nil, exitBadInput
+		}
+	}
+	return lim, loaded, exitOK
 }
 
 // loadAll is loadScenarios, false unless every file loaded.

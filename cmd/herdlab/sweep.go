@@ -104,16 +104,10 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 			return fail("%v", err)
 		}
 	}
-	lim, ok := readLimits(c, fs)
-	if !ok {
-		return exitBadInput
-	}
-	loaded, code := loadScenarios(c, fs.Args())
+	only, _ := fs.GetStringArray("strategy")
+	lim, loaded, code := loadToSimulate(c, fs, only)
 	if code != exitOK {
 		return code
-	}
-	if !override(c, fs, loaded) {
-		return exitBadInput
 	}
 	sc := loaded[0]
 
@@ -133,7 +127,6 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 	if metric == "" && sc.Sweep != nil {
 		metric = sc.Sweep.Metric
 	}
-	only, _ := fs.GetStringArray("strategy")
 	plan, err := sweep.NewPlan(c.ctx, sc, vary, metric, only)
 	if c.done("checking the sweep's points") {
 		return exitFailed
