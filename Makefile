@@ -54,7 +54,7 @@ demo: build
 
 # docs: regenerate the charts the README shows (commit them after a look):
 # the default scenario's load and recovery, and the metastable scenario's
-# phase diagram (3 runs a point, about 21 s on 2 cores).
+# phase diagram (3 runs a point, about 25 s on 2 cores).
 DOCS_IMAGES := load.png recovery.png phase-immediate.png phase-equal-jitter-10s.png
 docs: build
 	$(MAKE) --no-print-directory docs-into DOCS_DIR=docs

@@ -2,6 +2,7 @@ package plots
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"image"
@@ -111,6 +112,12 @@ func Images(charts []Chart, o Options) []results.Image {
 // strategy, then run by run); a strategy without runs gets empty series.
 // The same inputs and options give the same bytes.
 func Render(s *results.Summary, runs []*results.Run, o Options) ([]Chart, error) {
+	return RenderContext(context.Background(), s, runs, o)
+}
+
+// RenderContext is Render, stopped between two charts once ctx is done:
+// the charts of a run of millions of buckets take seconds.
+func RenderContext(ctx context.Context, s *results.Summary, runs []*results.Run, o Options) ([]Chart, error) {
 	if err := checkInputs(s, o); err != nil {
 		return nil, err
 	}
@@ -122,6 +129,9 @@ func Render(s *results.Summary, runs []*results.Run, o Options) ([]Chart, error)
 		func() (Chart, error) { return QueueChart(s, runs, o) },
 		func() (Chart, error) { return AmplificationChart(s, o) },
 	} {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
 		c, err := f()
 		if err != nil {
 			return nil, err

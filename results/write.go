@@ -156,7 +156,7 @@ func tableRows(s *Summary) [][]string {
 			Decimal(st.Amplification) + "x",
 			PeakText(st),
 			RecoveryText(s, st),
-			Seconds(st.DrainTimeS, "unfinished"),
+			drainText(st),
 			Seconds(st.CompletionTimeS, "unfinished"),
 			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Decimal(100*st.DeliveredRatio)),
 			Count(st.DeadLettered),
@@ -179,6 +179,16 @@ func PeakText(st *StrategySummary) string {
 		peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
 	}
 	return peak + " at " + Seconds(&st.PeakAtS, "")
+}
+
+// drainText says a strategy's drain time, or "nothing left" when it had
+// given up on every request before the outage ended (a 0 s that is no
+// speed either).
+func drainText(st *StrategySummary) string {
+	if st.Recovery == NothingLeft {
+		return "nothing left"
+	}
+	return Seconds(st.DrainTimeS, "unfinished")
 }
 
 // RecoveryText says a strategy's recovery: a time, "never", or "nothing

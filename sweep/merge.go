@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -82,15 +81,12 @@ func Collect(dirs ...string) (*Records, error) {
 				}
 				continue
 			}
-			if err := checkRecordData(&rs.Spec, data, k); err != nil {
+			rec, err := readRecord(&rs.Spec, data, k)
+			if err != nil {
 				// A damaged record counts as missing: the shard's sweep
 				// command runs it again.
 				damaged = append(damaged, fmt.Sprintf("%s (%v)", path, err))
 				continue
-			}
-			rec, err := results.ReadRecord(bytes.NewReader(data))
-			if err != nil {
-				return nil, fmt.Errorf("%s: %v", path, err)
 			}
 			rs.List[k], rs.src[k], rs.sum[k] = *rec, path, sha256.Sum256(data)
 		}

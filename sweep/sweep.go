@@ -418,22 +418,21 @@ func (p *Plan) checkRecord(path string, k int) error {
 	if err != nil {
 		return err
 	}
-	return checkRecordData(&p.Spec, data, k)
+	_, err = readRecord(&p.Spec, data, k)
+	return err
 }
 
-// checkRecordData checks that data is the whole record of unit k of spec.
-func checkRecordData(spec *Spec, data []byte, k int) error {
+// readRecord reads the record of unit k of spec from data, an error when
+// it is not whole (cut short, garbled) or not unit k's.
+func readRecord(spec *Spec, data []byte, k int) (*results.RunRecord, error) {
 	rec, err := results.ReadRecord(bytes.NewReader(data))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if pt, s, r := spec.unit(k); rec.Point != pt || rec.Strategy != spec.Strategies[s] || rec.Run != r {
-		return fmt.Errorf("holds point %d, %s, run %d, not the run its name says", rec.Point, rec.Strategy, rec.Run)
+		return nil, fmt.Errorf("holds point %d, %s, run %d, not the run its name says", rec.Point, rec.Strategy, rec.Run)
 	}
-	if _, err := rec.Histogram(); err != nil {
-		return err
-	}
-	return nil
+	return rec, nil
 }
 
 // claim writes dir's manifest, after checking that the one there, if

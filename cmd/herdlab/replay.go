@@ -382,7 +382,7 @@ func addServerFigures(r *results.Run, before, after realhttp.ServerStats) {
 // simulation among them, into the staged folder (beside dlq.jsonl), and
 // swaps the folder in.
 func writeReplay(stage *results.Stage, sc *scenarios.Scenario, real, simulated *sim.Result) error {
-	files, err := outputFiles(sc, real, &plots.Options{})
+	files, err := outputFiles(context.Background(), sc, real, &plots.Options{})
 	if err != nil {
 		return err
 	}

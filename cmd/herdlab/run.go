@@ -202,10 +202,10 @@ func saveBaseline(dir string, s *results.Summary) error {
 
 // outputFiles returns a run's files, with the charts drawn as opts says
 // (none when opts is nil).
-func outputFiles(sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) ([]results.File, error) {
+func outputFiles(ctx context.Context, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) ([]results.File, error) {
 	var images []results.Image
 	if opts != nil {
-		charts, err := plots.Render(res.Summary, res.Runs, *opts)
+		charts, err := plots.RenderContext(ctx, res.Summary, res.Runs, *opts)
 		if err != nil {
 			return nil, err
 		}
@@ -231,7 +231,7 @@ func commitOutputs(ctx context.Context, st *results.Stage, sc *scenarios.Scenari
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	files, err := outputFiles(sc, res, opts)
+	files, err := outputFiles(ctx, sc, res, opts)
 	if err != nil {
 		return err
 	}
@@ -251,16 +251,6 @@ func commitOutputs(ctx context.Context, st *results.Stage, sc *scenarios.Scenari
 		return err
 	}
 	return st.Commit()
-}
-
-// writeOutputs writes a run's files into dir, each atomically, with the
-// charts drawn as opts says (none when opts is nil).
-func writeOutputs(dir string, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) error {
-	files, err := outputFiles(sc, res, opts)
-	if err != nil {
-		return err
-	}
-	return results.WriteFiles(dir, files)
 }
 
 // describe is sc.Describe() naming only the strategies that run: those

@@ -87,7 +87,7 @@ func (l limits) note() string {
 	if l.about == "" || l.about == "--max-memory" {
 		return ""
 	}
-	return " (" + l.about + ")"
+	return "; by default " + l.about
 }
 
 // parseSize parses a size in bytes: 500MB, 8GiB, 2G, 1e9; a unit is a
