@@ -94,8 +94,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs := newFlagSet(name, cmd, stderr)
 	if err := fs.Parse(rest); err != nil {
 		if err == flag.ErrHelp {
-			fs.SetOutput(stdout)
-			fs.Usage()
+			showUsage(stdout, name, cmd, fs)
 			return exitOK
 		}
 		fmt.Fprintf(stderr, "herdlab %s: %v\nRun 'herdlab help %s' for usage.\n", name, err, name)
@@ -111,14 +110,18 @@ func newFlagSet(name string, cmd *command, out io.Writer) *flag.FlagSet {
 	if cmd.flags != nil {
 		cmd.flags(fs)
 	}
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: herdlab %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
-		if fs.HasAvailableFlags() {
-			fmt.Fprintf(w, "\nFlags:\n%s\n", strings.TrimRight(fs.FlagUsages(), "\n"))
-		}
-	}
+	// pflag would print the usage on --help and on a bad flag; run prints
+	// it once, on stdout, for --help, and says what to do for a bad flag.
+	fs.Usage = func() {}
 	return fs
+}
+
+// showUsage prints a command's usage and flags on w.
+func showUsage(w io.Writer, name string, cmd *command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "Usage: herdlab %s %s\n\n%s\n", name, cmd.usage, cmd.summary)
+	if fs.HasAvailableFlags() {
+		fmt.Fprintf(w, "\nFlags:\n%s\n", strings.TrimRight(fs.FlagUsages(), "\n"))
+	}
 }
 
 func (c *cli) help(args []string) int {
@@ -132,8 +135,7 @@ func (c *cli) help(args []string) int {
 		c.usage(c.stderr)
 		return exitBadInput
 	}
-	fs := newFlagSet(args[0], cmd, c.stdout)
-	fs.Usage()
+	showUsage(c.stdout, args[0], cmd, newFlagSet(args[0], cmd, c.stdout))
 	return exitOK
 }
 

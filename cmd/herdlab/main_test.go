@@ -68,10 +68,12 @@ func TestHelp(t *testing.T) {
 	assert.Contains(t, out, "version")
 
 	for _, args := range [][]string{{"help", "validate"}, {"validate", "--help"}, {"validate", "-h"}} {
-		code, out, _ := herdlab(args...)
+		code, out, errOut := herdlab(args...)
 		assert.Equal(t, exitOK, code, args)
 		assert.Contains(t, out, "Usage: herdlab validate FILE.yaml...", args)
 		assert.Contains(t, out, "--quiet", args)
+		assert.Equal(t, 1, strings.Count(out, "Usage:"), "once: %v", args)
+		assert.Empty(t, errOut, "not again on stderr: %v", args)
 	}
 }
 
