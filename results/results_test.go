@@ -232,6 +232,8 @@ func TestSummaryCSV(t *testing.T) {
 	assert.Equal(t, "fixed-60s", row[0])
 	assert.Equal(t, "420800", col("attempts"))
 	assert.Empty(t, col("recovery_time_s"), "a missing figure is empty")
+	assert.Empty(t, col("backlog_at_outage_end"), "not known: empty, not 0")
+	assert.Equal(t, "0", col("dead_lettered_in_outage"))
 }
 
 func TestTimeseries(t *testing.T) {

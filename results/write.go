@@ -114,6 +114,8 @@ var summaryColumns = []struct {
 	{"timed_out", func(f *Figures) *float64 { return &f.TimedOut }},
 	{"responses_lost", func(f *Figures) *float64 { return &f.Lost }},
 	{"replayed", func(f *Figures) *float64 { return &f.Replayed }},
+	{"backlog_at_outage_end", func(f *Figures) *float64 { return f.BacklogAtOutageEnd }},
+	{"dead_lettered_in_outage", func(f *Figures) *float64 { return &f.DeadLetteredInOutage }},
 }
 
 // WriteSummaryCSV writes summary.csv: one row per strategy, a figure per
