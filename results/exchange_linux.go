@@ -11,9 +11,9 @@ import (
 // renameat2 is the system call that can exchange two paths.
 var renameat2 = map[string]uintptr{"amd64": 316, "arm64": 276}[runtime.GOARCH]
 
-// exchange swaps the folders at a and b in one step (renameat2 with
+// renameExchange swaps the folders at a and b in one step (renameat2 with
 // RENAME_EXCHANGE), so that no reader ever finds b missing or mixed.
-func exchange(a, b string) error {
+func renameExchange(a, b string) error {
 	pa, err := syscall.BytePtrFromString(a)
 	if err != nil {
 		return err

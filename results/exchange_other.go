@@ -4,5 +4,5 @@ package results
 
 import "errors"
 
-// exchange is not available here: Commit falls back to two renames.
-func exchange(a, b string) error { return errors.ErrUnsupported }
+// renameExchange is not available here: Commit falls back to two renames.
+func renameExchange(a, b string) error { return errors.ErrUnsupported }

@@ -9,6 +9,10 @@ import (
 	"strings"
 )
 
+// exchange swaps two folders in one step where the system can; tests
+// replace it to try the fallback.
+var exchange = renameExchange
+
 // ErrNotOutputDir is returned by StageDir for a folder that holds files
 // herdlab did not write: replacing it would destroy them.
 var ErrNotOutputDir = errors.New("results: not a herdlab output folder")
@@ -135,7 +139,7 @@ func (s *Stage) Commit() error {
 	old := s.tmp // after an exchange, the old folder is where the new one was
 	if err := exchange(s.tmp, s.dir); err != nil {
 		// No exchange here: move the old folder aside, then the new in.
-		old = strings.Replace(s.tmp, ".new-", ".old-", 1)
+		old = filepath.Join(filepath.Dir(s.tmp), strings.Replace(filepath.Base(s.tmp), ".new-", ".old-", 1))
 		if err := os.Rename(s.dir, old); err != nil {
 			return err
 		}

@@ -218,3 +218,15 @@ func TestStageReadersNeverSeeAMix(t *testing.T) {
 	}
 	assert.Equal(t, "100", folder(t, dir)["summary.json"])
 }
+
+// TestStageWithoutExchange: where folders cannot be swapped in one step,
+// the old folder is moved aside and the new one in, with the same result.
+func TestStageWithoutExchange(t *testing.T) {
+	defer func(f func(a, b string) error) { exchange = f }(exchange)
+	exchange = func(a, b string) error { return errors.ErrUnsupported }
+	dir := filepath.Join(t.TempDir(), "out.new-x", "herd") // a parent whose name looks like a staged folder's
+	commit(t, dir, stageFiles(1, "summary.json", "load.png"))
+	commit(t, dir, stageFiles(2, "summary.json"))
+	assert.Equal(t, map[string]string{"summary.json": "2"}, folder(t, dir))
+	assert.Equal(t, []string{"herd"}, siblings(t, dir), "no folder left aside")
+}
