@@ -18,6 +18,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"strings"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -236,10 +237,13 @@ func operand(o scenarios.Operand, figs map[string]figures) value {
 // their names in summary.json.
 type figures struct {
 	mean, ci results.Named
+	// nothingLeft: the strategy left nothing to recover, so its
+	// recovery time (0 s) is no figure to hold to a bound.
+	nothingLeft bool
 }
 
 func newFigures(st *results.StrategySummary) figures {
-	f := figures{mean: results.NamedFigures(st)}
+	f := figures{mean: results.NamedFigures(st), nothingLeft: st.Recovery == results.NothingLeft}
 	if st.CI95 != nil {
 		f.ci = results.NamedFigures(st.CI95)
 	}
@@ -249,6 +253,9 @@ func newFigures(st *results.StrategySummary) figures {
 // get returns the figure named name, such as peak_load_ratio or
 // latency_s.p99.
 func (f figures) get(name string) value {
+	if name == "recovery_time_s" && f.nothingLeft {
+		return value{why: "nothing left to recover: every request was given up or delivered before the outage ended"}
+	}
 	x, ok := f.mean.Get(name)
 	if !ok {
 		return value{why: noValue(name)}
@@ -269,6 +276,9 @@ func noValue(name string) string {
 		return "unfinished requests"
 	case "peak_load_ratio":
 		return "no capacity (unlimited)"
+	}
+	if strings.HasPrefix(name, "latency_s.") {
+		return "nothing delivered"
 	}
 	return "no value"
 }

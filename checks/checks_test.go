@@ -37,9 +37,9 @@ func ptr(x float64) *float64 { return &x }
 func summary() *results.Summary {
 	return &results.Summary{Scenario: "gate", Runs: 1, Strategies: []results.StrategySummary{
 		{Name: "fixed", Figures: results.Figures{PeakLoad: 50000, PeakLoadRatio: ptr(25), Amplification: 8.4,
-			DeliveredRatio: 0.4, LatencyS: results.Latency{P99: 541}, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
+			Requests: 50000, Delivered: 20000, DeliveredRatio: 0.4, LatencyS: results.Latency{P99: 541}, DeadLetteredBy: map[string]float64{"max_attempts": 30200}}},
 		{Name: "jitter", Figures: results.Figures{PeakLoad: 2065, PeakLoadRatio: ptr(1.03), Amplification: 7.5,
-			DeliveredRatio: 0.9995, RecoveryTimeS: ptr(4), LatencyS: results.Latency{P99: 84.6}, DeadLetteredBy: map[string]float64{}}},
+			Requests: 50000, Delivered: 49975, DeliveredRatio: 0.9995, RecoveryTimeS: ptr(4), LatencyS: results.Latency{P99: 84.6}, DeadLetteredBy: map[string]float64{}}},
 	}}
 }
 
@@ -255,10 +255,25 @@ func TestFiguresNamedByChecksExistInSummaries(t *testing.T) {
 	s.Strategies[0].DrainTimeS = ptr(1)
 	s.Strategies[0].CompletionTimeS = ptr(1)
 	s.Strategies[0].BacklogAtOutageEnd = ptr(1)
+	s.Strategies[0].Delivered = 1
 	f := newFigures(&s.Strategies[0])
 	for _, name := range scenarios.Figures {
 		assert.True(t, f.get(name).ok, name)
 	}
+
+	// Nothing left to recover: its 0 s is not a recovery time to pass a
+	// bound.
+	s.Strategies[0].Recovery = results.NothingLeft
+	rec := newFigures(&s.Strategies[0]).get("recovery_time_s")
+	assert.False(t, rec.ok)
+	assert.Contains(t, rec.why, "nothing left to recover")
+	s.Strategies[0].Recovery = results.Recovered
+
+	// Nothing delivered: no latency to bound, not one of 0 s.
+	s.Strategies[0].Delivered = 0
+	p99 := newFigures(&s.Strategies[0]).get("latency_s.p99")
+	assert.False(t, p99.ok)
+	assert.Equal(t, "nothing delivered", p99.why)
 }
 
 func reports(t *testing.T) []*Report {

@@ -161,11 +161,7 @@ func hatch(c draw.Canvas, r vg.Rectangle, clr color.Color, th theme) {
 	// Under the lines, a pale tint of clr: a tenth of it over white.
 	cr, cg, cb, _ := clr.RGBA()
 	tint := func(x uint32) uint8 { return uint8(0xFF - (0xFF-x>>8)/10) }
-	fill := color.NRGBA{R: tint(cr), G: tint(cg), B: tint(cb), A: 0xFF}
-	if clr == neverColor {
-		fill = color.NRGBA{R: 0xFF, G: 0xE8, B: 0xE8, A: 0xFF}
-	}
-	c.SetColor(fill)
+	c.SetColor(color.NRGBA{R: tint(cr), G: tint(cg), B: tint(cb), A: 0xFF})
 	c.Fill(r.Path())
 	sty := draw.LineStyle{Color: clr, Width: th.lw}
 	step := 5 * vg.Length(th.scale)

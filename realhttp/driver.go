@@ -236,9 +236,10 @@ const (
 
 // The kinds of driver event.
 const (
-	drvArrival uint8 = iota // the workload creates its next request(s)
-	drvTry                  // request a is ready for its next attempt; b = drvRetried at the end of a backoff wait
-	drvReplay               // the scenario's DLQ replay sends dead letter number a back (-1 starts it)
+	drvArrival   uint8 = iota // the workload creates its next request(s)
+	drvTry                    // request a is ready for its next attempt; b = drvRetried at the end of a backoff wait
+	drvReplay                 // the scenario's DLQ replay sends dead letter number a back (-1 starts it)
+	drvOutageEnd              // the last outage ends: what is left to recover is counted
 )
 
 // drvRetried marks a try that ends a backoff wait, as opposed to one that
@@ -558,6 +559,9 @@ func (d *driver) replay(ctx context.Context) (*results.Run, DriverStats, error) 
 	if r := d.sc.DLQ.Replay; r != nil && d.replayGap > 0 {
 		d.q.push(r.At, drvReplay, -1, 0)
 	}
+	if len(d.sc.Server.Outages) > 0 {
+		d.q.push(d.lastOutageEnd, drvOutageEnd, 0, 0)
+	}
 	horizonWall := driverToWall(d.horizon, d.scale)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -699,6 +703,12 @@ func (d *driver) handle(e driverEvent) {
 		d.try(e.a)
 	case drvReplay:
 		d.replay1(e.a)
+	case drvOutageEnd:
+		// As the simulator counts it (results.Run.Backlog): created by
+		// now, neither delivered nor in the dead-letter queue.
+		backlog := int64(d.arrived) - d.run.Delivered - int64(d.dlqDepth)
+		d.run.Backlog = &backlog
+		d.run.GaveUpInOutage = int64(len(d.dlqQueue))
 	}
 }
 

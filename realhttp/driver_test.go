@@ -852,3 +852,32 @@ func TestDriverQueueOrder(t *testing.T) {
 	}
 	assert.Equal(t, []int32{1, 3, 5, 6, 2, 4, 0}, got, "by time, FIFO at equal times")
 }
+
+// TestDriverCountsTheBacklogAtTheOutageEnd: as the simulator does, the
+// driver counts the requests left to recover at the end of the last
+// outage, so that a strategy that gave up on all of them during it is
+// told from one that recovered at once.
+func TestDriverCountsTheBacklogAtTheOutageEnd(t *testing.T) {
+	rec := &driverRecorder{answer: func(w http.ResponseWriter, _ *http.Request, _ driverHit) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}}
+	const requests = 20
+	outage := func(sc *scenarios.Scenario) {
+		sc.Server.Outages = []scenarios.Outage{{Start: 0, Duration: 3 * time.Second, Mode: scenarios.ErrorMode}}
+	}
+	target := driverServe(t, rec).URL
+
+	// Four attempts 10 ms apart: all given up long before the end.
+	sc, st := driverScenario(t, requests, driverStrategy(driverFixed(10*time.Millisecond), 4, time.Second), outage)
+	run, _ := driverReplay(t, sc, st, DriverOptions{Target: target, TimeScale: 0.1})
+	require.NotNil(t, run.Backlog)
+	assert.Zero(t, *run.Backlog, "nothing left to recover")
+	assert.EqualValues(t, requests, run.GaveUpInOutage)
+
+	// A retry a second, 6 attempts: all still waiting at 3 s.
+	sc, st = driverScenario(t, requests, driverStrategy(driverFixed(time.Second), 6, time.Second), outage)
+	run, _ = driverReplay(t, sc, st, DriverOptions{Target: target, TimeScale: 0.1})
+	require.NotNil(t, run.Backlog)
+	assert.EqualValues(t, requests, *run.Backlog)
+	assert.Zero(t, run.GaveUpInOutage)
+}

@@ -340,6 +340,7 @@ func TestTakeaways(t *testing.T) {
 	require.NoError(t, WriteTable(&table, s))
 	assert.Regexp(t, `give-up .* none +nothing left +nothing left`, table.String(), "no peak, and nothing left to recover or drain: not 0 (0x) at 0s, not 0s")
 	assert.NotContains(t, table.String(), "0 (0x) at 0s")
+	assert.Regexp(t, `give-up .* none delivered\s*\n`, table.String(), "no latency where nothing was delivered")
 
 	// Without an outage there is no "after the outage".
 	s.Outages = nil

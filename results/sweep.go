@@ -160,10 +160,13 @@ func NamedFigures(v any) Named {
 }
 
 // Get returns the figure named name, such as peak_load_ratio or
-// latency_s.p99; false when it does not exist (a nil figure, or an
-// unknown name). dead_lettered_by.REASON is 0 for a reason without dead
-// letters.
+// latency_s.p99; false when it does not exist (a nil figure, an unknown
+// name, or a latency where nothing was delivered: its 0 is no speed).
+// dead_lettered_by.REASON is 0 for a reason without dead letters.
 func (m Named) Get(name string) (float64, bool) {
+	if d, ok := m["delivered"].(float64); ok && d == 0 && strings.HasPrefix(name, "latency_s.") {
+		return 0, false
+	}
 	var cur any = map[string]any(m)
 	for part := range strings.SplitSeq(name, ".") {
 		mm, ok := cur.(map[string]any)

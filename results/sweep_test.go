@@ -105,7 +105,7 @@ func TestSweepReport(t *testing.T) {
 }
 
 func TestNamedFigures(t *testing.T) {
-	f := NamedFigures(&Figures{PeakLoad: 12, LatencyS: Latency{P99: 0.5}, DeadLetteredBy: map[string]float64{"max_attempts": 3}})
+	f := NamedFigures(&Figures{PeakLoad: 12, Delivered: 4, LatencyS: Latency{P99: 0.5}, DeadLetteredBy: map[string]float64{"max_attempts": 3}})
 	for name, want := range map[string]float64{"peak_load": 12, "latency_s.p99": 0.5, "dead_lettered_by.max_attempts": 3, "dead_lettered_by.budget": 0} {
 		x, ok := f.Get(name)
 		assert.True(t, ok, name)
@@ -117,6 +117,8 @@ func TestNamedFigures(t *testing.T) {
 	}
 	_, ok := NamedFigures((*Figures)(nil)).Get("peak_load")
 	assert.False(t, ok, "no figures")
+	_, ok = NamedFigures(&Figures{LatencyS: Latency{P99: 0}}).Get("latency_s.p99")
+	assert.False(t, ok, "nothing delivered: no latency, not 0")
 	p := PointSummary{RecoveredRuns: 4}
 	x, ok := p.Value("recovered_runs")
 	assert.True(t, ok)

@@ -164,7 +164,7 @@ func tableRows(s *Summary) [][]string {
 			Count(st.DeadLettered),
 			Count(st.Unfinished),
 			Count(st.Duplicates),
-			Seconds(&st.LatencyS.P99, ""),
+			latencyText(st),
 		})
 	}
 	return rows
@@ -181,6 +181,15 @@ func PeakText(st *StrategySummary) string {
 		peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
 	}
 	return peak + " at " + Seconds(&st.PeakAtS, "")
+}
+
+// latencyText says a strategy's p99 latency, or "none delivered": the
+// latency of no request is not 0 s.
+func latencyText(st *StrategySummary) string {
+	if st.Delivered == 0 {
+		return "none delivered"
+	}
+	return Seconds(&st.LatencyS.P99, "")
 }
 
 // drainText says a strategy's drain time, or "nothing left" when it had
@@ -310,6 +319,25 @@ func Count(x float64) string {
 		b.WriteString("." + frac)
 	}
 	return b.String()
+}
+
+// Bytes formats a size in bytes: 512 B, 1.5 KB, 29 GB (in powers of
+// 1024, as memory is counted).
+func Bytes(b int64) string {
+	const unit = 1024
+	if b < unit {
+		return fmt.Sprintf("%d B", b)
+	}
+	x, i := float64(b), -1
+	for x >= unit && i < 4 {
+		x /= unit
+		i++
+	}
+	s := fmt.Sprintf("%.1f", x)
+	if x >= 10 {
+		s = fmt.Sprintf("%.0f", x)
+	}
+	return s + " " + []string{"KB", "MB", "GB", "TB", "PB"}[i]
 }
 
 // Decimal formats x with up to two decimals, trailing zeros dropped.

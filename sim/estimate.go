@@ -1,9 +1,11 @@
 package sim
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
@@ -141,11 +143,7 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		n.PerRun += p.bytes
 	}
 	// Largest first, for the message.
-	for i := 1; i < len(n.perRun); i++ {
-		for j := i; j > 0 && n.perRun[j].bytes > n.perRun[j-1].bytes; j-- {
-			n.perRun[j], n.perRun[j-1] = n.perRun[j-1], n.perRun[j]
-		}
-	}
+	slices.SortStableFunc(n.perRun, func(a, b need) int { return cmp.Compare(b.bytes, a.bytes) })
 	return n
 }
 

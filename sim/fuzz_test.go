@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -50,7 +49,7 @@ func FuzzSimulate(f *testing.F) {
 		res, err := Run(context.Background(), sc, Options{Parallel: 1, MaxEvents: fuzzEvents, MaxMemory: 256 << 20})
 		if err != nil {
 			var se *scenarios.Error
-			if errors.Is(err, ErrEventBudget) || errors.As(err, &se) || isStuck(err) {
+			if errors.Is(err, ErrEventBudget) || errors.Is(err, ErrStuck) || errors.As(err, &se) {
 				return // stopped by its limits, with a reason
 			}
 			t.Fatalf("run failed: %v", err)
@@ -78,11 +77,6 @@ func shrink(sc *scenarios.Scenario) {
 	if n := (sc.Duration + sc.Bucket - 1) / sc.Bucket; n > fuzzBuckets {
 		sc.Bucket = (sc.Duration + fuzzBuckets - 1) / fuzzBuckets
 	}
-}
-
-// isStuck reports the error of a run whose clock stood still.
-func isStuck(err error) bool {
-	return strings.Contains(err.Error(), "without the clock moving")
 }
 
 // checkRun checks what every run must hold.

@@ -72,15 +72,16 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 			jobs = append(jobs, job{s, r})
 		}
 	}
-	parallel, err := Fit(sc, opts, opts.MaxMemory)
-	if err != nil {
+	needs := Estimate(sc, opts)
+	if err := needs.check(sc, opts.MaxMemory, false); err != nil {
 		return nil, err
 	}
+	parallel := needs.fit(opts.MaxMemory)
 	// A finished run keeps its figures, time series and histogram, not
 	// its world; a big world is collected at once, before the next run
 	// allocates its own beside the garbage (which would double the
 	// peak memory of a scenario with several runs).
-	big := Estimate(sc, opts).PerRun >= bigWorld
+	big := needs.PerRun >= bigWorld
 	// The first failure (or ctx) stops every run: it is the error.
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
@@ -302,11 +303,24 @@ func aggregate(figs []results.Figures) (mean, ci results.Figures) {
 	plain(func(f *results.Figures) *float64 { return &f.PeakLoad })
 	plain(func(f *results.Figures) *float64 { return &f.PeakAtS })
 	plain(func(f *results.Figures) *float64 { return &f.PeakLoadOverall })
-	plain(func(f *results.Figures) *float64 { return &f.LatencyS.Mean })
-	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P50 })
-	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P90 })
-	plain(func(f *results.Figures) *float64 { return &f.LatencyS.P99 })
-	plain(func(f *results.Figures) *float64 { return &f.LatencyS.Max })
+	// Latency over the runs that delivered something: a run that
+	// delivered nothing has no latency, not one of 0 s.
+	latency := func(get func(f *results.Figures) *float64) {
+		var xs []float64
+		for i := range figs {
+			if figs[i].Delivered > 0 {
+				xs = append(xs, *get(&figs[i]))
+			}
+		}
+		if len(xs) > 0 {
+			*get(&mean), *get(&ci) = meanCI(xs)
+		}
+	}
+	latency(func(f *results.Figures) *float64 { return &f.LatencyS.Mean })
+	latency(func(f *results.Figures) *float64 { return &f.LatencyS.P50 })
+	latency(func(f *results.Figures) *float64 { return &f.LatencyS.P90 })
+	latency(func(f *results.Figures) *float64 { return &f.LatencyS.P99 })
+	latency(func(f *results.Figures) *float64 { return &f.LatencyS.Max })
 	plain(func(f *results.Figures) *float64 { return &f.Processed })
 	plain(func(f *results.Figures) *float64 { return &f.Wasted })
 	plain(func(f *results.Figures) *float64 { return &f.ShortCircuited })

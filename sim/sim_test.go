@@ -301,3 +301,18 @@ func TestNoAllocationPerEvent(t *testing.T) {
 	require.Greater(t, longEvents, 9*shortEvents)
 	assert.Less(t, long-short, 100.0)
 }
+
+// TestLatencyOfRunsThatDeliveredNothing: a run that delivered nothing has
+// no latency; the mean over runs leaves it out instead of counting a 0.
+func TestLatencyOfRunsThatDeliveredNothing(t *testing.T) {
+	figs := []results.Figures{
+		{Delivered: 10, LatencyS: results.Latency{Mean: 2, P99: 4}},
+		{Delivered: 0},
+		{Delivered: 20, LatencyS: results.Latency{Mean: 4, P99: 6}},
+	}
+	s := SummarizeFigures("s", figs)
+	assert.InDelta(t, 3, s.LatencyS.Mean, 1e-12)
+	assert.InDelta(t, 5, s.LatencyS.P99, 1e-12)
+	none := SummarizeFigures("s", []results.Figures{{}, {}})
+	assert.Zero(t, none.LatencyS.P99)
+}

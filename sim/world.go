@@ -191,8 +191,12 @@ const maxInstant = 1 << 26
 const checkEvery = 1 << 16
 
 // ErrEventBudget is returned, wrapped, by a run that reached its event
-// budget (Options.MaxEvents).
-var ErrEventBudget = errors.New("sim: the run reached its event budget")
+// budget (Options.MaxEvents); ErrStuck by one whose clock stood still for
+// maxInstant events.
+var (
+	ErrEventBudget = errors.New("sim: the run reached its event budget")
+	ErrStuck       = errors.New("sim: the clock stands still")
+)
 
 // newWorld prepares run number run of strategy st.
 func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
@@ -316,8 +320,8 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 				return nil, fmt.Errorf("%w: strategy %s stopped after %s events, at t=%s of %s: raise --max-events if the scenario is this big; otherwise its retries never wait or never stop",
 					ErrEventBudget, w.run.Strategy, results.Count(float64(w.events)), w.now, w.horizon)
 			case instant >= maxInstant:
-				return nil, fmt.Errorf("sim: strategy %s made %s events at t=%s without the clock moving: its retries never wait (a zero delay, or no backoff, with unlimited attempts?)",
-					w.run.Strategy, results.Count(float64(instant)), w.now)
+				return nil, fmt.Errorf("%w: strategy %s made %s events at t=%s without the clock moving: its retries never wait (a zero delay, or no backoff, with unlimited attempts?)",
+					ErrStuck, w.run.Strategy, results.Count(float64(instant)), w.now)
 			}
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -97,10 +96,8 @@ strategies:
 	before, err := os.ReadFile(filepath.Join(out, "summary.json"))
 	require.NoError(t, err)
 
-	start := time.Now()
 	code, _, stderr = herdlab("run", file, "-o", out, "-q", "--max-events", "200000")
 	assert.Equal(t, exitFailed, code)
-	assert.Less(t, time.Since(start), time.Minute)
 	assert.Contains(t, stderr, "strategy spinning stopped after 200,000 events")
 	assert.Contains(t, stderr, "--max-events")
 	after, err := os.ReadFile(filepath.Join(out, "summary.json"))

@@ -78,7 +78,8 @@ func TestProgressCountsTheTimeBeforeItShows(t *testing.T) {
 	})
 }
 
-// syncBuffer is a bytes.Buffer safe for the bar's goroutine and the test.
+// syncBuffer is a bytes.Buffer that another goroutine (a progress bar, a
+// command) writes while a test reads it.
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

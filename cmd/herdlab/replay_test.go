@@ -11,7 +11,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -237,12 +236,12 @@ func TestReplayKeepsTheOldFolderUntilDone(t *testing.T) {
 // serveProcess runs herdlab serve with args in a process of its own
 // until the test ends (then SIGINT stops it), and returns its work and
 // control URLs and what it prints.
-func serveProcess(t *testing.T, args ...string) (work, control string, stdout *lockedBuffer) {
+func serveProcess(t *testing.T, args ...string) (work, control string, stdout *syncBuffer) {
 	t.Helper()
 	cmd := herdlabProcess(append([]string{"serve", "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, args...)...)
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
-	stderr := &lockedBuffer{}
+	stderr := &syncBuffer{}
 	cmd.Stderr = stderr
 	require.NoError(t, cmd.Start())
 	t.Cleanup(func() {
@@ -260,7 +259,7 @@ func serveProcess(t *testing.T, args ...string) (work, control string, stdout *l
 	r := bufio.NewReader(out)
 	line, err := r.ReadString('\n')
 	require.NoError(t, err, "serve's stderr: %s", stderr)
-	stdout = &lockedBuffer{}
+	stdout = &syncBuffer{}
 	stdout.Write([]byte(line))
 	go io.Copy(stdout, r)
 	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
@@ -270,7 +269,7 @@ func serveProcess(t *testing.T, args ...string) (work, control string, stdout *l
 
 // serveForTest is serveProcess, in this process: a goroutine runs
 // herdlab serve until the test ends.
-func serveForTest(t *testing.T, args ...string) (work, control string, stdout *lockedBuffer) {
+func serveForTest(t *testing.T, args ...string) (work, control string, stdout *syncBuffer) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
@@ -290,31 +289,12 @@ func serveForTest(t *testing.T, args ...string) (work, control string, stdout *l
 	r := bufio.NewReader(out)
 	line, err := r.ReadString('\n')
 	require.NoError(t, err)
-	stdout = &lockedBuffer{}
+	stdout = &syncBuffer{}
 	stdout.Write([]byte(line))
 	go io.Copy(stdout, r)
 	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	return m[1], m[2], stdout
-}
-
-// lockedBuffer is a bytes.Buffer that a command's goroutine writes while
-// a test reads it.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }
 
 func TestReplayAgainstServeResetsEachRun(t *testing.T) {

@@ -59,7 +59,7 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
 	done := make(chan int, 1)
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	go func() {
 		done <- run(ctx, []string{"serve", "--scenario", file, "--addr", "0.0.0.0:0", "--metrics-addr", "127.0.0.1:0"}, w, &stderr)
 		w.Close()
@@ -92,7 +92,7 @@ workload: {requests: 1}
 strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 `)
 	out, w := io.Pipe()
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(context.Background(), []string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "0.1"}, w, &stderr)
@@ -193,7 +193,7 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 `)
 	ctx, cancel := context.WithCancel(context.Background())
 	out, w := io.Pipe()
-	var stderr lockedBuffer
+	var stderr syncBuffer
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0",

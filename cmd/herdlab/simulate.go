@@ -194,12 +194,6 @@ func loadToSimulate(c *cli, fs *flag.FlagSet, only []string) (lim limits, loaded
 	return lim, loaded, exitOK
 }
 
-// loadAll is loadScenarios, false unless every file loaded.
-func loadAll(c *cli, files []string) ([]*scenarios.Scenario, bool) {
-	loaded, code := loadScenarios(c, files)
-	return loaded, code == exitOK
-}
-
 // loadScenarios loads every file, reporting every problem of every file.
 // The code is exitOK, exitBadInput when a file is bad, or exitFailed when
 // a signal came first (reported).
