@@ -51,6 +51,10 @@ type Run struct {
 	LatencySum float64
 
 	Series []Bucket // one per bucket from t = 0
+	// Services are the services of a graph, in file order; nil for a
+	// scenario of one server. The run's own counts describe the service
+	// the fleet calls.
+	Services []*ServiceRun
 	// QueueTracked is set when the server's queue was measured: the
 	// Series' Queue, QueueMax and QueueMean hold what it was (the
 	// simulator's runs). When it is not set they are 0 and mean

@@ -56,6 +56,9 @@ type StrategySummary struct {
 	Recovery string   `json:"recovery"`
 	CI95     *Figures `json:"ci95,omitempty"`
 	Engine   Engine   `json:"engine"`
+	// Services are a service graph's services, in file order, each with
+	// the means over runs of its figures; none for one server.
+	Services []ServiceFigures `json:"services,omitempty"`
 }
 
 // The values of StrategySummary.Recovery.

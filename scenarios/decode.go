@@ -330,7 +330,7 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		written[name] = key
-		d.decode(val, v.Field(index), sub)
+		d.decode(val, v.FieldByIndex(index), sub)
 	}
 	if kc, ok := v.Addr().Interface().(keyChecker); ok {
 		kc.checkKeys(written, func(key, msg string) {
@@ -349,19 +349,27 @@ func setDefaults(ptr reflect.Value) {
 
 // fieldsOf caches yamlFields: a sweep decodes the same types once per
 // point.
-var fieldsOf sync.Map // reflect.Type -> map[string]int
+var fieldsOf sync.Map // reflect.Type -> map[string][]int
 
-// yamlFields maps the yaml tag names of t's fields to their indexes. The
-// map is shared: callers must not change it.
-func yamlFields(t reflect.Type) map[string]int {
+// yamlFields maps the yaml tag names of t's fields to their indexes (for
+// reflect.Value.FieldByIndex). The fields of a struct field tagged
+// `yaml:",inline"` are t's own, as a service has every field of a
+// server. The map is shared: callers must not change it.
+func yamlFields(t reflect.Type) map[string][]int {
 	if f, ok := fieldsOf.Load(t); ok {
-		return f.(map[string]int)
+		return f.(map[string][]int)
 	}
-	fields := make(map[string]int, t.NumField())
+	fields := make(map[string][]int, t.NumField())
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		name, opts, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ",")
+		if name == "" && opts == "inline" {
+			for k, sub := range yamlFields(t.Field(i).Type) {
+				fields[k] = append([]int{i}, sub...)
+			}
+			continue
+		}
 		if name != "" && name != "-" {
-			fields[name] = i
+			fields[name] = []int{i}
 		}
 	}
 	fieldsOf.Store(t, fields)
@@ -369,7 +377,7 @@ func yamlFields(t reflect.Type) map[string]int {
 }
 
 // suggest names the valid keys, nearest first, for an unknown key.
-func suggest(name string, fields map[string]int) string {
+func suggest(name string, fields map[string][]int) string {
 	names := make([]string, 0, len(fields))
 	for k := range fields {
 		names = append(names, k)

@@ -99,6 +99,16 @@ func build(file string, doc *yaml.Node, fields int) (*Scenario, error) {
 	s := Default()
 	d := &decoder{file: file, where: make(map[string]pos, fields)}
 	d.decode(doc, reflect.ValueOf(&s).Elem(), "")
+	if _, graph := d.where["services"]; graph {
+		if p, both := d.where["server"]; both {
+			d.add(&Error{File: file, Line: p.line, Col: p.col, Path: "server", Msg: "a scenario has server (one service) or services (a graph), not both"})
+		}
+		if s.Services == nil {
+			s.Services = []Service{} // written empty: reported by Validate
+		}
+	} else if p, ok := d.where["workload.target"]; ok {
+		d.add(&Error{File: file, Line: p.line, Col: p.col, Path: "workload.target", Msg: "names a service of services; a scenario with server has one"})
+	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 	}

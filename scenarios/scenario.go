@@ -30,12 +30,16 @@ type Scenario struct {
 	// Duration is the simulated horizon; default 15m.
 	Duration time.Duration `yaml:"duration"`
 	// Bucket is the width of a histogram bucket; default 1s.
-	Bucket     time.Duration `yaml:"bucket"`
-	Server     Server        `yaml:"server"`
-	Network    Network       `yaml:"network"`
-	Workload   Workload      `yaml:"workload"`
-	DLQ        DLQ           `yaml:"dlq"`
-	Strategies []Strategy    `yaml:"strategies"`
+	Bucket time.Duration `yaml:"bucket"`
+	Server Server        `yaml:"server"`
+	// Services, instead of Server, is a graph of services: the fleet
+	// calls workload.target, which calls others (see Service). Nil for a
+	// scenario of one server.
+	Services   []Service  `yaml:"services"`
+	Network    Network    `yaml:"network"`
+	Workload   Workload   `yaml:"workload"`
+	DLQ        DLQ        `yaml:"dlq"`
+	Strategies []Strategy `yaml:"strategies"`
 	// Checks are what `herdlab check` holds the results to.
 	Checks []Check `yaml:"checks"`
 	// Lint silences lint rules for this scenario.
@@ -189,6 +193,49 @@ type Outage struct {
 	// attempt fails at once), timeout (no answer until the sender gives
 	// up) or error (a fast 503). Default refuse.
 	Mode string `yaml:"mode"`
+	// Replicas lists the replicas of a service that the outage hits, by
+	// number from 0; none means every replica.
+	Replicas []int `yaml:"replicas"`
+}
+
+// Hits reports whether the outage hits replica r.
+func (o Outage) Hits(r int) bool { return o.Replicas == nil || slices.Contains(o.Replicas, r) }
+
+// overlaps reports whether o and x hit a replica in common.
+func (o Outage) overlaps(x Outage) bool {
+	if o.Replicas == nil || x.Replicas == nil {
+		return true
+	}
+	for _, r := range o.Replicas {
+		if x.Hits(r) {
+			return true
+		}
+	}
+	return false
+}
+
+// validateReplicas checks the replicas an outage names.
+func (o Outage) validateReplicas(p *problems, path string, replicas int) {
+	if o.Replicas == nil {
+		return
+	}
+	if replicas == 1 && len(o.Replicas) > 0 && strings.HasPrefix(path, "server.") {
+		p.add(path+".replicas", "server has one replica: name replicas in a service of services")
+		return
+	}
+	if len(o.Replicas) == 0 {
+		p.add(path+".replicas", "empty list: leave it out for every replica")
+	}
+	seen := map[int]bool{}
+	for i, r := range o.Replicas {
+		switch {
+		case r < 0 || r >= replicas:
+			p.add(fmt.Sprintf("%s.replicas[%d]", path, i), "no replica %d: the service has %d (numbered from 0)", r, replicas)
+		case seen[r]:
+			p.add(fmt.Sprintf("%s.replicas[%d]", path, i), "replica %d is listed twice", r)
+		}
+		seen[r] = true
+	}
 }
 
 func (o *Outage) setDefaults() { o.Mode = Refuse }
@@ -239,6 +286,9 @@ type Network struct {
 
 // Workload is the requests the senders make.
 type Workload struct {
+	// Target is the service the fleet calls, in a graph of services;
+	// default the first.
+	Target string `yaml:"target"`
 	// Requests is how many requests are made: required for burst and
 	// uniform arrivals, an optional cap for poisson (0 = no cap).
 	Requests int     `yaml:"requests"`

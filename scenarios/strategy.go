@@ -28,6 +28,13 @@ type Strategy struct {
 	RetryAfter RetryAfter `yaml:"retry_after"`
 	Breaker    *Breaker   `yaml:"breaker"`
 	Budget     *Budget    `yaml:"budget"`
+	// Edges are the strategy's policies on the call edges of a service
+	// graph (see EdgeStrategy).
+	Edges Edges `yaml:"edges"`
+	// DeadlinePropagation makes a call's remaining deadline bound every
+	// downstream attempt's timeout, and drops (counted) work whose
+	// deadline has passed; default false.
+	DeadlinePropagation bool `yaml:"deadline_propagation"`
 }
 
 // NewStrategy returns a strategy with every default set.

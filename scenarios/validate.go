@@ -133,11 +133,11 @@ func (s *Scenario) Validate() error {
 	case (s.Duration+s.Bucket-1)/s.Bucket > MaxBuckets:
 		p.add("bucket", "%s makes %d buckets over %s; at most %d: use a wider bucket", s.Bucket, (s.Duration+s.Bucket-1)/s.Bucket, s.Duration, MaxBuckets)
 	}
-	s.Server.validate(&p)
-	for i, o := range s.Server.Outages {
-		if s.Duration > 0 && o.Start >= s.Duration {
-			p.add(fmt.Sprintf("server.outages[%d].start", i), "%s is not before the horizon (duration %s)", o.Start, s.Duration)
-		}
+	if s.Services == nil {
+		s.Server.validate(&p, "server", 1)
+		s.Server.validateHorizon(&p, "server", s.Duration)
+	} else {
+		s.validateGraph(&p)
 	}
 	if s.Network.Latency != nil {
 		s.Network.Latency.validate(&p, "network.latency")
@@ -195,49 +195,61 @@ func (s *Scenario) Validate() error {
 	return errors.Join(p...)
 }
 
-func (s *Server) validate(p *problems) {
-	if s.Model != "" && !p.oneOf("server.model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
+// validate checks a server, or a service's server model, at path (server
+// or services[i]) with its replicas.
+func (s *Server) validate(p *problems, path string, replicas int) {
+	if s.Model != "" && !p.oneOf(path+".model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
 		return
 	}
 	if s.Concurrency == 0 {
-		p.add("server.concurrency", "must be >= 1 or unlimited, got 0")
+		p.add(path+".concurrency", "must be >= 1 or unlimited, got 0")
 	} else if s.Concurrency > MaxCount {
-		p.add("server.concurrency", "%d is more than the most herdlab counts (%d): write unlimited", s.Concurrency, MaxCount)
+		p.add(path+".concurrency", "%d is more than the most herdlab counts (%d): write unlimited", s.Concurrency, MaxCount)
 	}
 	if s.Queue > MaxCount {
-		p.add("server.queue", "%d is more than the most herdlab counts (%d): write unlimited", s.Queue, MaxCount)
+		p.add(path+".queue", "%d is more than the most herdlab counts (%d): write unlimited", s.Queue, MaxCount)
 	}
-	s.ServiceTime.validate(p, "server.service_time")
+	s.ServiceTime.validate(p, path+".service_time")
 	for i, o := range s.Outages {
-		path := fmt.Sprintf("server.outages[%d]", i)
+		path := fmt.Sprintf("%s.outages[%d]", path, i)
 		p.nonNegative(path+".start", o.Start)
 		p.positive(path+".duration", o.Duration)
 		p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode)
-		if i > 0 && o.Start < s.Outages[i-1].End() {
+		o.validateReplicas(p, path, replicas)
+		if i > 0 && o.Start < s.Outages[i-1].End() && o.overlaps(s.Outages[i-1]) {
 			p.add(path+".start", "%s is before the end of the previous outage (%s): list outages in order, without overlap", o.Start, s.Outages[i-1].End())
 		}
 	}
-	p.probability("server.failure_probability", s.FailureProbability)
-	p.nonNegative("server.slowdown", s.Slowdown)
+	p.probability(path+".failure_probability", s.FailureProbability)
+	p.nonNegative(path+".slowdown", s.Slowdown)
 	if s.Warmup != (Warmup{}) {
-		p.positive("server.warmup.duration", s.Warmup.Duration)
+		p.positive(path+".warmup.duration", s.Warmup.Duration)
 		if s.Warmup.From <= 0 || s.Warmup.From > 1 {
-			p.add("server.warmup.from", "must be a fraction of capacity in (0,1], got %v", s.Warmup.From)
+			p.add(path+".warmup.from", "must be a fraction of capacity in (0,1], got %v", s.Warmup.From)
 		}
 	}
 	if r := s.RateLimit; r != nil {
-		p.rate("server.rate_limit.rate", r.Rate, false)
+		p.rate(path+".rate_limit.rate", r.Rate, false)
 		if r.Burst < 1 {
-			p.add("server.rate_limit.burst", "must be >= 1, got %d", r.Burst)
+			p.add(path+".rate_limit.burst", "must be >= 1, got %d", r.Burst)
 		} else if r.Burst > MaxCount {
-			p.add("server.rate_limit.burst", "%d is more than the most herdlab counts (%d)", r.Burst, MaxCount)
+			p.add(path+".rate_limit.burst", "%d is more than the most herdlab counts (%d)", r.Burst, MaxCount)
 		}
-		p.nonNegative("server.rate_limit.retry_after", time.Duration(r.RetryAfter))
+		p.nonNegative(path+".rate_limit.retry_after", time.Duration(r.RetryAfter))
 		if _, err := strategies.ParseRetryAfterFormat(r.Format); err != nil {
-			p.oneOf("server.rate_limit.format", r.Format, "seconds", "http-date")
+			p.oneOf(path+".rate_limit.format", r.Format, "seconds", "http-date")
 		}
 	}
-	p.probability("server.response_loss", s.ResponseLoss)
+	p.probability(path+".response_loss", s.ResponseLoss)
+}
+
+// validateHorizon reports outages that start at or after the horizon.
+func (s *Server) validateHorizon(p *problems, path string, horizon time.Duration) {
+	for i, o := range s.Outages {
+		if horizon > 0 && o.Start >= horizon {
+			p.add(fmt.Sprintf("%s.outages[%d].start", path, i), "%s is not before the horizon (duration %s)", o.Start, horizon)
+		}
+	}
 }
 
 func (x *Dist) validate(p *problems, path string) {

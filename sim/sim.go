@@ -133,6 +133,11 @@ func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 }
 
 func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
+	if sc.Graph() {
+		g := newGraph(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
+		g.setLimits(progress, maxEvents)
+		return g.simulate(ctx)
+	}
 	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
 	w.maxEvents = maxEvents
 	if w.maxEvents <= 0 {
@@ -160,14 +165,14 @@ func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 		HorizonS:    sc.Duration.Seconds(),
 		Outages:     []results.Window{},
 	}
-	for _, o := range sc.Server.Outages {
+	for _, o := range sc.Target().Outages {
 		summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode})
 	}
 	setup := Setup(sc)
 	if !math.IsInf(setup.Capacity, 1) {
 		summary.CapacityPerS = &setup.Capacity
 	}
-	if q := sc.Server.Queue; !q.Unlimited() {
+	if q := sc.Target().Queue; !q.Unlimited() {
 		limit := int64(q)
 		summary.QueueLimit = &limit
 	}
@@ -219,12 +224,15 @@ func RunSeed(seed uint64, run int) uint64 {
 
 // Setup returns what the figures of sc's runs need to know.
 func Setup(sc *scenarios.Scenario) results.Setup {
-	s := results.Setup{Bucket: sc.Bucket, Capacity: sc.Server.Capacity()}
-	if !sc.Server.Concurrency.Unlimited() {
-		s.Concurrency = int(sc.Server.Concurrency)
+	s := results.Setup{Bucket: sc.Bucket, Capacity: sc.TargetCapacity()}
+	if t := sc.Target(); !t.Concurrency.Unlimited() {
+		s.Concurrency = int(t.Concurrency)
+		if sc.Graph() {
+			s.Concurrency *= sc.Services[sc.TargetIndex()].Replicas
+		}
 	}
-	if n := len(sc.Server.Outages); n > 0 {
-		s.LastOutageEnd = sc.Server.Outages[n-1].End()
+	if all := sc.AllOutages(); len(all) > 0 {
+		s.LastOutageEnd = all[len(all)-1].End()
 	}
 	return s
 }
@@ -243,6 +251,13 @@ func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary
 	for _, r := range runs {
 		s.Engine.Events += r.Events
 		s.Engine.WallS += r.Wall.Seconds()
+	}
+	for k := range runs[0].Services {
+		per := make([]results.ServiceFigures, len(runs))
+		for i, r := range runs {
+			per[i] = r.Services[k].Figures(setup.Bucket, setup.LastOutageEnd, r.Requests)
+		}
+		s.Services = append(s.Services, results.MeanServiceFigures(per))
 	}
 	return s
 }

@@ -1,0 +1,193 @@
+package results
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+)
+
+// ServiceRun is what one service of a service graph saw in one run: the
+// attempts that reached it from every caller, what became of them, and
+// its time series. A service with replicas holds one ServiceRun per
+// replica as well.
+type ServiceRun struct {
+	Name    string
+	Replica int // the replica's number, -1 for the whole service
+
+	Attempts        int64 // attempts that reached the service
+	OK              int64 // of those, the ones whose caller saw a success
+	Rejected        int64 // answered 503: the queue was full, or shed
+	Throttled       int64 // answered 429 by the rate limit
+	Processed       int64 // local work done to completion
+	Duplicates      int64 // local work for a call beyond its first
+	Wasted          int64 // local work whose caller had given up
+	LateWork        int64 // local work done after the fleet's deadline above it
+	DeadlineDropped int64 // work dropped (queued or cut short) because its propagated deadline passed
+	Lost            int64 // answers lost on the way back
+
+	Series   []Bucket // Attempts, OK, NotOK, Rejected, Throttled, Queue, InFlight, QueueMax, QueueMean
+	Replicas []*ServiceRun
+
+	// Capacity is the service's (or replica's) capacity in requests per
+	// second; Concurrency its slots (0 unlimited): the recovery rule's
+	// slack.
+	Capacity    float64
+	Concurrency int
+}
+
+// ServiceFigures are the figures of one service of a graph: of one run,
+// or the means over runs. Amplification is the service's attempts per
+// fleet request.
+type ServiceFigures struct {
+	Name            string           `json:"name"`
+	Replica         *int             `json:"replica,omitempty"`
+	Attempts        float64          `json:"attempts"`
+	Delivered       float64          `json:"delivered"`
+	Rejected        float64          `json:"rejected"`
+	Throttled       float64          `json:"throttled"`
+	PeakLoad        float64          `json:"peak_load"`
+	PeakLoadRatio   *float64         `json:"peak_load_ratio"`
+	PeakAtS         float64          `json:"peak_at_s"`
+	PeakLoadOverall float64          `json:"peak_load_overall"`
+	RecoveryTimeS   *float64         `json:"recovery_time_s"`
+	RecoveredRuns   int              `json:"recovered_runs"`
+	Processed       float64          `json:"processed"`
+	Duplicates      float64          `json:"duplicates"`
+	Wasted          float64          `json:"wasted_work"`
+	LateWork        float64          `json:"late_work"`
+	DeadlineDropped float64          `json:"deadline_dropped"`
+	Lost            float64          `json:"responses_lost"`
+	Amplification   float64          `json:"amplification"`
+	Replicas        []ServiceFigures `json:"replicas,omitempty"`
+}
+
+// Figures computes the figures of the service in one run with requests
+// fleet requests; lastOutageEnd is the end of the graph's last outage.
+func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64) ServiceFigures {
+	f := ServiceFigures{
+		Name:            s.Name,
+		Attempts:        float64(s.Attempts),
+		Delivered:       float64(s.OK),
+		Rejected:        float64(s.Rejected),
+		Throttled:       float64(s.Throttled),
+		Processed:       float64(s.Processed),
+		Duplicates:      float64(s.Duplicates),
+		Wasted:          float64(s.Wasted),
+		LateWork:        float64(s.LateWork),
+		DeadlineDropped: float64(s.DeadlineDropped),
+		Lost:            float64(s.Lost),
+	}
+	if s.Replica >= 0 {
+		r := s.Replica
+		f.Replica = &r
+	}
+	if requests > 0 {
+		f.Amplification = f.Attempts / float64(requests)
+	}
+	setup := Setup{Bucket: bucket, Capacity: s.Capacity, Concurrency: s.Concurrency, LastOutageEnd: lastOutageEnd}
+	after := afterOutage(setup)
+	for i, b := range s.Series {
+		n := float64(b.Attempts)
+		f.PeakLoadOverall = max(f.PeakLoadOverall, n)
+		if i >= after && n > f.PeakLoad {
+			f.PeakLoad, f.PeakAtS = n, (time.Duration(i) * bucket).Seconds()
+		}
+	}
+	if !math.IsInf(s.Capacity, 1) && s.Capacity > 0 {
+		f.PeakLoadRatio = ptr(f.PeakLoad / bucket.Seconds() / s.Capacity)
+	}
+	if t, ok := Recovery(s.Series, setup); ok {
+		f.RecoveryTimeS = ptr(t.Seconds())
+		f.RecoveredRuns = 1
+	}
+	for _, r := range s.Replicas {
+		f.Replicas = append(f.Replicas, r.Figures(bucket, lastOutageEnd, requests))
+	}
+	return f
+}
+
+// MeanServiceFigures averages the figures of one service over runs: the
+// counts' means, a recovery time's mean over the runs that recovered
+// (nil when none did), RecoveredRuns summed.
+func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
+	if len(runs) == 1 {
+		return runs[0]
+	}
+	n := float64(len(runs))
+	m := ServiceFigures{Name: runs[0].Name, Replica: runs[0].Replica}
+	var recovery, ratio float64
+	ratios := 0
+	for _, f := range runs {
+		m.Attempts += f.Attempts / n
+		m.Delivered += f.Delivered / n
+		m.Rejected += f.Rejected / n
+		m.Throttled += f.Throttled / n
+		m.PeakLoad += f.PeakLoad / n
+		m.PeakAtS += f.PeakAtS / n
+		m.PeakLoadOverall += f.PeakLoadOverall / n
+		m.Processed += f.Processed / n
+		m.Duplicates += f.Duplicates / n
+		m.Wasted += f.Wasted / n
+		m.LateWork += f.LateWork / n
+		m.DeadlineDropped += f.DeadlineDropped / n
+		m.Lost += f.Lost / n
+		m.Amplification += f.Amplification / n
+		m.RecoveredRuns += f.RecoveredRuns
+		if f.RecoveryTimeS != nil {
+			recovery += *f.RecoveryTimeS
+		}
+		if f.PeakLoadRatio != nil {
+			ratio += *f.PeakLoadRatio
+			ratios++
+		}
+	}
+	if m.RecoveredRuns > 0 {
+		m.RecoveryTimeS = ptr(recovery / float64(m.RecoveredRuns))
+	}
+	if ratios == len(runs) {
+		m.PeakLoadRatio = ptr(ratio / n)
+	}
+	for k := range runs[0].Replicas {
+		per := make([]ServiceFigures, len(runs))
+		for i := range runs {
+			per[i] = runs[i].Replicas[k]
+		}
+		m.Replicas = append(m.Replicas, MeanServiceFigures(per))
+	}
+	return m
+}
+
+// ServicesHeader is the header of services.csv.
+const ServicesHeader = "strategy,run,service,replica,t,attempts,ok,not_ok,rejected,throttled,queue,in_flight,queue_max,queue_mean\n"
+
+// WriteServices writes services.csv: per strategy, run, service (and
+// replica: "all" for the whole service) and bucket, the service's time
+// series. Runs without services write nothing but the header.
+func WriteServices(w io.Writer, bucket time.Duration, runs []*Run) error {
+	var b []byte
+	b = append(b, ServicesHeader...)
+	for _, r := range runs {
+		for _, s := range r.Services {
+			for _, x := range append([]*ServiceRun{s}, s.Replicas...) {
+				replica := "all"
+				if x.Replica >= 0 {
+					replica = strconv.Itoa(x.Replica)
+				}
+				for i, k := range x.Series {
+					b = fmt.Appendf(b, "%s,%d,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%s\n", r.Strategy, r.Run, s.Name, replica,
+						Decimal((time.Duration(i) * bucket).Seconds()), k.Attempts, k.OK, k.NotOK, k.Rejected, k.Throttled, k.Queue, k.InFlight, k.QueueMax, Decimal(k.QueueMean))
+				}
+				if len(b) > 1<<20 {
+					if _, err := w.Write(b); err != nil {
+						return err
+					}
+					b = b[:0]
+				}
+			}
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}

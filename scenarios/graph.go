@@ -1,0 +1,544 @@
+package scenarios
+
+import (
+	"cmp"
+	"fmt"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Service is one service of a service graph: a server model (every field
+// of Server), its replicas behind a load balancer, and the downstream
+// calls it makes to serve one request.
+type Service struct {
+	// Name is unique in the graph; calls and edges name services by it.
+	Name   string `yaml:"name"`
+	Server `yaml:",inline"`
+	// Replicas is how many copies serve the service, each with the
+	// server's capacity; default 1.
+	Replicas int `yaml:"replicas"`
+	// Balancer spreads the attempts sent to the service over its
+	// replicas: round-robin (the default), random, least-outstanding
+	// (the replica with the fewest attempts awaiting an answer) or
+	// power-of-two-choices (the better of two replicas drawn at random).
+	Balancer string `yaml:"balancer"`
+	// QueueDiscipline is the order in which queued requests are served:
+	// fifo (the default) or lifo (the newest first).
+	QueueDiscipline string `yaml:"queue_discipline"`
+	// Calls are made, in order, while serving one request; the slot is
+	// held meanwhile.
+	Calls []Call `yaml:"calls"`
+}
+
+// The load balancers.
+const (
+	RoundRobin        = "round-robin"
+	RandomBalancer    = "random"
+	LeastOutstanding  = "least-outstanding"
+	PowerOfTwoChoices = "power-of-two-choices"
+)
+
+// The queue disciplines.
+const (
+	FIFO = "fifo"
+	LIFO = "lifo"
+)
+
+// MaxReplicas bounds a service's replicas.
+const MaxReplicas = 10_000
+
+func (s *Service) setDefaults() {
+	s.Server.setDefaults()
+	s.Replicas = 1
+	s.Balancer = RoundRobin
+	s.QueueDiscipline = FIFO
+}
+
+// Capacity returns the service's capacity in requests per second, all
+// replicas together (+Inf when unlimited).
+func (s *Service) Capacity() float64 { return float64(s.Replicas) * s.Server.Capacity() }
+
+// Call is one downstream call a service makes for each request it serves.
+type Call struct {
+	// Service is the service called.
+	Service string `yaml:"service"`
+	// Fanout is how many copies are sent in parallel, each to a replica
+	// the balancer picks, each retried on its own; default 1.
+	Fanout int `yaml:"fanout"`
+	// Quorum is how many copies must succeed; 0 (the default) means all.
+	Quorum int `yaml:"quorum"`
+	// Probability is the share of requests that make the call; default 1.
+	Probability float64 `yaml:"probability"`
+	// Parallel starts the call together with the call before it, instead
+	// of after it has finished.
+	Parallel bool `yaml:"parallel"`
+	// When is before (the default: the call is made, then the local work
+	// is done) or after the local work.
+	When string `yaml:"when"`
+	// Retry is the policy deployed on this edge (see Strategy.Edges).
+	Retry *EdgePolicy `yaml:"retry"`
+}
+
+// The times of a call.
+const (
+	Before = "before"
+	After  = "after"
+)
+
+func (c *Call) setDefaults() {
+	c.Fanout = 1
+	c.Probability = 1
+	c.When = Before
+}
+
+// Need returns how many copies of the call must succeed.
+func (c *Call) Need() int {
+	if c.Quorum == 0 {
+		return c.Fanout
+	}
+	return c.Quorum
+}
+
+// Edges are a strategy's service-to-service retry policies: Default for
+// every call edge, and overrides for named edges (CALLER->CALLEE), field
+// by field.
+type Edges struct {
+	Default *EdgePolicy
+	ByEdge  map[string]*EdgePolicy
+	order   []string // the named edges, in file order
+}
+
+// edgeKey matches a named edge.
+var edgeKey = regexp.MustCompile(`^([A-Za-z0-9][A-Za-z0-9._-]*)->([A-Za-z0-9][A-Za-z0-9._-]*)$`)
+
+// EdgeKey names the edge from service caller to service callee.
+func EdgeKey(caller, callee string) string { return caller + "->" + callee }
+
+func (e *Edges) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind != yaml.MappingNode {
+		d.failAt(n, path, "want a mapping of edges (default, or CALLER->CALLEE) to policies, got %s", kindName(n))
+		return true
+	}
+	*e = Edges{ByEdge: map[string]*EdgePolicy{}}
+	seen := map[string]int{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		sub := path + "." + key.Value
+		if first, dup := seen[key.Value]; dup {
+			d.failAt(key, sub, "duplicate edge (first set on line %d)", first)
+			continue
+		}
+		seen[key.Value] = key.Line
+		if key.Value != "default" && !edgeKey.MatchString(key.Value) {
+			d.failAt(key, sub, "want default or an edge CALLER->CALLEE, such as orders->db, got %q", key.Value)
+			continue
+		}
+		ep := &EdgePolicy{}
+		d.decode(val, reflect.ValueOf(ep).Elem(), sub)
+		if key.Value == "default" {
+			e.Default = ep
+		} else {
+			e.ByEdge[key.Value] = ep
+			e.order = append(e.order, key.Value)
+		}
+	}
+	return true
+}
+
+// EdgePolicy is a retry policy written for call edges: any field of a
+// strategy but its name, edges and deadline propagation, and which of
+// them the file wrote (the others are taken from the layers below).
+type EdgePolicy struct {
+	Strategy
+	written []string // the top-level fields written, in file order
+}
+
+// notEdgeFields are the strategy fields an edge policy does not take.
+var notEdgeFields = map[string]string{
+	"name":                 "an edge's policy takes the strategy's name",
+	"edges":                "edges are set once, in the strategy",
+	"deadline_propagation": "deadline propagation is the strategy's, for every edge",
+}
+
+func (e *EdgePolicy) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind != yaml.MappingNode {
+		d.failAt(n, path, "want a mapping of strategy fields, such as {max_attempts: 3}, got %s", kindName(n))
+		return true
+	}
+	e.Strategy = NewStrategy("")
+	e.written = nil
+	kept := *n
+	kept.Content = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key := n.Content[i]
+		if why, bad := notEdgeFields[key.Value]; bad {
+			d.failAt(key, join(path, key.Value), "not an edge field: %s", why)
+			continue
+		}
+		kept.Content = append(kept.Content, key, n.Content[i+1])
+		if _, known := yamlFields(reflect.TypeFor[Strategy]())[key.Value]; known && !slices.Contains(e.written, key.Value) {
+			e.written = append(e.written, key.Value)
+		}
+	}
+	d.structure(&kept, reflect.ValueOf(&e.Strategy).Elem(), path)
+	return true
+}
+
+// Wrote reports whether the policy's file set the strategy field key.
+func (e *EdgePolicy) Wrote(key string) bool { return e != nil && slices.Contains(e.written, key) }
+
+// Graph reports whether the scenario describes services rather than one
+// server.
+func (s *Scenario) Graph() bool { return s.Services != nil }
+
+// TargetIndex returns the index in Services of the service the fleet
+// calls; 0 for a single server.
+func (s *Scenario) TargetIndex() int {
+	if !s.Graph() || s.Workload.Target == "" {
+		return 0
+	}
+	return max(s.ServiceIndex(s.Workload.Target), 0)
+}
+
+// ServiceIndex returns the index of the service named name, -1 if none.
+func (s *Scenario) ServiceIndex(name string) int {
+	return slices.IndexFunc(s.Services, func(x Service) bool { return x.Name == name })
+}
+
+// Target returns the server model of the service the fleet calls: the
+// server, or workload.target's in a graph.
+func (s *Scenario) Target() *Server {
+	if !s.Graph() {
+		return &s.Server
+	}
+	return &s.Services[s.TargetIndex()].Server
+}
+
+// TargetCapacity returns the capacity of the service the fleet calls, all
+// its replicas together, in requests per second.
+func (s *Scenario) TargetCapacity() float64 {
+	if !s.Graph() {
+		return s.Server.Capacity()
+	}
+	return s.Services[s.TargetIndex()].Capacity()
+}
+
+// AllOutages returns the outages of every service, in order of their
+// end: the server's, or every service's in a graph.
+func (s *Scenario) AllOutages() []Outage {
+	if !s.Graph() {
+		return s.Server.Outages
+	}
+	var all []Outage
+	for _, svc := range s.Services {
+		all = append(all, svc.Outages...)
+	}
+	slices.SortStableFunc(all, func(a, b Outage) int { return cmp.Compare(a.End(), b.End()) })
+	return all
+}
+
+// EdgeStrategy returns the policy of strategy st on the edge of call c
+// made by service caller: field by field, st's edges[CALLER->CALLEE],
+// else its edges.default, else the call's retry, else a single attempt
+// with the strategy defaults. Its name is st's.
+func EdgeStrategy(st *Strategy, caller string, c *Call) Strategy {
+	out := edgeBase(st.Name)
+	for _, l := range edgeLayers(st, caller, c) {
+		copyFields(&out, &l.policy.Strategy, l.policy.written)
+	}
+	return out
+}
+
+// edgeBase is an edge's policy where no layer sets a field: a single
+// attempt with the strategy defaults.
+func edgeBase(name string) Strategy {
+	out := NewStrategy(name)
+	out.MaxAttempts = 1
+	out.Backoff.Kind = BackoffNone
+	return out
+}
+
+// layer is one layer of an edge's policy and where it was written.
+type layer struct {
+	policy *EdgePolicy
+	path   string // field path of the layer, without the scenario prefix
+}
+
+// edgeLayers lists the layers of the edge of call c by caller, lowest
+// first.
+func edgeLayers(st *Strategy, caller string, c *Call) []layer {
+	var ls []layer
+	if c.Retry != nil {
+		ls = append(ls, layer{c.Retry, ""})
+	}
+	if st.Edges.Default != nil {
+		ls = append(ls, layer{st.Edges.Default, "edges.default"})
+	}
+	key := EdgeKey(caller, c.Service)
+	if ep := st.Edges.ByEdge[key]; ep != nil {
+		ls = append(ls, layer{ep, "edges." + key})
+	}
+	return ls
+}
+
+// copyFields copies the strategy fields named by keys from src to dst.
+func copyFields(dst, src *Strategy, keys []string) {
+	fields := yamlFields(reflect.TypeFor[Strategy]())
+	dv, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src).Elem()
+	for _, k := range keys {
+		dv.FieldByIndex(fields[k]).Set(sv.FieldByIndex(fields[k]))
+	}
+}
+
+// validateGraph checks the services, their calls and the strategies'
+// edges.
+func (s *Scenario) validateGraph(p *problems) {
+	if len(s.Services) == 0 {
+		p.add("services", "at least one service is needed")
+		return
+	}
+	names := map[string]int{}
+	for i := range s.Services {
+		svc := &s.Services[i]
+		path := fmt.Sprintf("services[%d]", i)
+		p.name(path+".name", svc.Name, "the service in every output")
+		if first, dup := names[svc.Name]; dup {
+			p.add(path+".name", "duplicate service name %q (also services[%d])", svc.Name, first)
+		} else if svc.Name != "" {
+			names[svc.Name] = i
+		}
+		if svc.Model == ModelOCC {
+			p.add(path+".model", "model occ is a single row, not a service of a graph")
+		}
+		switch {
+		case svc.Replicas < 1:
+			p.add(path+".replicas", "must be >= 1, got %d", svc.Replicas)
+		case svc.Replicas > MaxReplicas:
+			p.add(path+".replicas", "%d replicas is too many (at most %d)", svc.Replicas, MaxReplicas)
+		}
+		svc.Server.validate(p, path, max(svc.Replicas, 1))
+		svc.Server.validateHorizon(p, path, s.Duration)
+		p.oneOf(path+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
+		p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO)
+	}
+	for i := range s.Services {
+		for j := range s.Services[i].Calls {
+			s.validateCall(p, i, j, names)
+		}
+	}
+	if t := s.Workload.Target; t != "" {
+		if _, ok := names[t]; !ok {
+			p.add("workload.target", "unknown service %q (want one of %s)", t, strings.Join(s.serviceNames(), ", "))
+		}
+	}
+	if s.Workload.Workers > 0 {
+		p.add("workload.workers", "dispatcher pools are not modelled in a service graph yet: leave workers out")
+	}
+	if s.DLQ.Replay != nil {
+		p.add("dlq.replay", "a dead-letter replay is not modelled in a service graph yet: leave it out")
+	}
+	s.validateCycles(p, names)
+	for i := range s.Strategies {
+		s.validateEdges(p, i, names)
+	}
+}
+
+func (s *Scenario) serviceNames() []string {
+	out := make([]string, len(s.Services))
+	for i, svc := range s.Services {
+		out[i] = svc.Name
+	}
+	return out
+}
+
+func (s *Scenario) validateCall(p *problems, i, j int, names map[string]int) {
+	svc := &s.Services[i]
+	c := &svc.Calls[j]
+	path := fmt.Sprintf("services[%d].calls[%d]", i, j)
+	if _, ok := names[c.Service]; !ok {
+		if c.Service == "" {
+			p.add(path+".service", "missing: the name of the service called")
+		} else {
+			p.add(path+".service", "unknown service %q (want one of %s)", c.Service, strings.Join(s.serviceNames(), ", "))
+		}
+	}
+	switch {
+	case c.Fanout < 1:
+		p.add(path+".fanout", "must be >= 1 copy, got %d", c.Fanout)
+	case c.Fanout > MaxReplicas:
+		p.add(path+".fanout", "%d copies is too many (at most %d)", c.Fanout, MaxReplicas)
+	}
+	switch {
+	case c.Quorum < 0:
+		p.add(path+".quorum", "must be >= 1, or 0 for all copies, got %d", c.Quorum)
+	case c.Quorum > c.Fanout && c.Fanout >= 1:
+		p.add(path+".quorum", "%d is above the fanout (%d): the call could never succeed", c.Quorum, c.Fanout)
+	}
+	if c.Probability <= 0 || c.Probability > 1 {
+		p.add(path+".probability", "must be a share of requests in (0,1], got %v", c.Probability)
+	}
+	p.oneOf(path+".when", c.When, Before, After)
+	if c.Parallel && (j == 0 || svc.Calls[j-1].When != c.When) {
+		p.add(path+".parallel", "starts with the call before it, and there is none made %s the local work", c.When)
+	}
+	if c.Retry != nil {
+		st := EdgeStrategy(&Strategy{Name: "x"}, svc.Name, c)
+		s.validatePolicy(p, &st, []layer{{c.Retry, path + ".retry"}}, path+".retry")
+	}
+}
+
+// validateCycles reports a call cycle, with its path.
+func (s *Scenario) validateCycles(p *problems, names map[string]int) {
+	const (
+		unseen = iota
+		open
+		done
+	)
+	state := make([]int, len(s.Services))
+	var stack []string
+	var visit func(i int) bool
+	visit = func(i int) bool {
+		state[i] = open
+		stack = append(stack, s.Services[i].Name)
+		for j, c := range s.Services[i].Calls {
+			k, ok := names[c.Service]
+			if !ok {
+				continue
+			}
+			switch state[k] {
+			case open:
+				from := slices.Index(stack, c.Service)
+				cycle := append(slices.Clone(stack[from:]), c.Service)
+				p.add(fmt.Sprintf("services[%d].calls[%d].service", i, j), "a call cycle: %s; a request would call itself forever", strings.Join(cycle, " -> "))
+				return true
+			case unseen:
+				if visit(k) {
+					return true
+				}
+			}
+		}
+		stack = stack[:len(stack)-1]
+		state[i] = done
+		return false
+	}
+	for i := range s.Services {
+		if state[i] == unseen && visit(i) {
+			return // one cycle at a time: the rest may be the same one
+		}
+	}
+}
+
+// validateEdges checks strategy i's edges and the policies they make.
+func (s *Scenario) validateEdges(p *problems, i int, names map[string]int) {
+	st := &s.Strategies[i]
+	path := fmt.Sprintf("strategies[%d]", i)
+	for _, key := range st.Edges.order {
+		m := edgeKey.FindStringSubmatch(key)
+		caller, ok := names[m[1]]
+		if !ok || !slices.ContainsFunc(s.Services[caller].Calls, func(c Call) bool { return c.Service == m[2] }) {
+			p.add(path+".edges."+key, "no such edge: %s does not call %s", m[1], m[2])
+		}
+	}
+	if d := st.Edges.Default; d != nil {
+		merged := edgeBase(st.Name)
+		copyFields(&merged, &d.Strategy, d.written)
+		s.validatePolicy(p, &merged, []layer{{d, path + ".edges.default"}}, path+".edges.default")
+	}
+	timeouts := s.incomingTimeouts(st)
+	for ci := range s.Services {
+		caller := &s.Services[ci]
+		for j := range caller.Calls {
+			c := &caller.Calls[j]
+			if _, ok := names[c.Service]; !ok {
+				continue
+			}
+			edge := EdgeStrategy(st, caller.Name, c)
+			ls := edgeLayers(st, caller.Name, c)
+			for k := range ls {
+				if ls[k].path == "" {
+					ls[k].path = fmt.Sprintf("services[%d].calls[%d].retry", ci, j)
+				} else {
+					ls[k].path = path + "." + ls[k].path
+				}
+			}
+			at := fmt.Sprintf("services[%d].calls[%d]", ci, j)
+			if len(ls) > 0 {
+				at = ls[len(ls)-1].path
+			}
+			s.validatePolicy(p, &edge, ls, at)
+			if outer := timeouts[ci]; !st.DeadlinePropagation && outer > 0 && edge.Timeout > outer {
+				where := at
+				for _, l := range slices.Backward(ls) {
+					if l.policy.Wrote("timeout") {
+						where = l.path
+						break
+					}
+				}
+				p.once(where+".timeout", "%s on %s can never fit inside its caller's: the longest any caller of %s waits is %s (shorten it, or set deadline_propagation)",
+					edge.Timeout, EdgeKey(caller.Name, c.Service), caller.Name, outer)
+			}
+		}
+	}
+}
+
+// incomingTimeouts returns, for strategy st, the longest attempt timeout
+// with which each service is called.
+func (s *Scenario) incomingTimeouts(st *Strategy) []time.Duration {
+	out := make([]time.Duration, len(s.Services))
+	out[s.TargetIndex()] = st.Timeout
+	for _, caller := range s.Services {
+		for j := range caller.Calls {
+			c := &caller.Calls[j]
+			if k := s.ServiceIndex(c.Service); k >= 0 {
+				out[k] = max(out[k], EdgeStrategy(st, caller.Name, c).Timeout)
+			}
+		}
+	}
+	return out
+}
+
+// validatePolicy validates the merged edge policy st, placing each
+// problem at the layer that wrote the field (the last layer when none
+// did), once.
+func (s *Scenario) validatePolicy(p *problems, st *Strategy, ls []layer, fallback string) {
+	var sub problems
+	const root = "\x00"
+	st.validate(&sub, root)
+	if st.MaxAttempts == 0 && st.Backoff.Kind == BackoffNone && s.Network.Latency == nil {
+		sub.add(root+".max_attempts", "backoff none with unlimited attempts and no network latency retries forever at the same instant: set max_attempts")
+	}
+	for _, err := range sub {
+		fe := err.(*FieldError)
+		rest := strings.TrimPrefix(fe.Path, root+".")
+		key, _, _ := strings.Cut(rest, ".")
+		key, _, _ = strings.Cut(key, "[")
+		if key == "name" {
+			continue // the strategy's, checked there
+		}
+		at := fallback
+		for _, l := range slices.Backward(ls) {
+			if l.policy.Wrote(key) {
+				at = l.path
+				break
+			}
+		}
+		p.once(at+"."+rest, "%s", fe.Msg)
+	}
+}
+
+// once adds a problem unless the same one is there already: a layer
+// shared by several edges is wrong once.
+func (p *problems) once(path, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if !slices.ContainsFunc(*p, func(e error) bool {
+		x, ok := e.(*FieldError)
+		return ok && x.Path == path && x.Msg == msg
+	}) {
+		p.add(path, "%s", msg)
+	}
+}

@@ -1,0 +1,307 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// edge is a caller's way to a service, with the policy its calls retry
+// by: the fleet's toward the target, or one call of a service's.
+type edge struct {
+	policy *strategies.Policy
+	caller int // the calling service, -1 for the fleet
+	callee int
+	cfg    *scenarios.Call // nil for the fleet's
+	// senders hold each caller's breaker and budget: per replica of the
+	// calling service (per sender of the fleet); nil without either.
+	senders []strategies.Sender
+}
+
+func newEdge(p *strategies.Policy, caller, callee int, cfg *scenarios.Call, replicas int) edge {
+	e := edge{policy: p, caller: caller, callee: callee, cfg: cfg}
+	if caller >= 0 && (p.Breaker != nil || p.Budget != nil) {
+		e.senders = make([]strategies.Sender, replicas)
+	}
+	return e
+}
+
+func (e *edge) sender(i int32) *strategies.Sender {
+	if e.senders == nil {
+		return nil
+	}
+	return &e.senders[i]
+}
+
+// call is one caller's request to a service, retried by its edge's
+// policy: a request of the fleet (job < 0), or one copy of a downstream
+// call made by a job.
+type call struct {
+	retry    strategies.Request
+	permit   strategies.Permit
+	created  time.Duration
+	sentAt   time.Duration // when the attempt in flight was sent
+	until    time.Duration // when its caller gives the attempt in flight up
+	deadline time.Duration // the propagated bound on every attempt; noDeadline without
+	outer    time.Duration // the deadline of the fleet's attempt above it; noDeadline for a fleet request
+	id       uint32        // one more for every call made: tells a call from a later one in its place
+	job      int32         // the job waiting for it; -1 for a fleet request
+	sibling  int32         // the next call of the same job, -1 for none
+	tag      int32         // the attempt in flight; never reset, so events of an earlier call in this place are stale
+	edge     int32
+	sender   int32 // its caller's index among the edge's senders
+	replica  int32 // the replica of the attempt in flight
+	arrived  int32 // the bucket in which the attempt in flight reached its service, -1 if it has not
+	hint     uint32
+	slot     int16 // its call's tally in the job's step
+	state    uint8
+	reason   strategies.Reason
+	flags    uint8 // flagStarted, flagProcessed: at the service called
+}
+
+// stFree marks a call whose job has ended: its place is reused.
+const stFree = stDead + 1
+
+// newCall makes a call on edge e for job j's tally slot, at now.
+func (g *graph) newCall(e int32, j int32, slot int) int32 {
+	var c int32
+	if n := len(g.freeCalls); n > 0 {
+		c = g.freeCalls[n-1]
+		g.freeCalls = g.freeCalls[:n-1]
+	} else {
+		c = int32(len(g.calls))
+		g.calls = append(g.calls, call{})
+	}
+	jb := &g.jobs[j]
+	cl := &g.calls[c]
+	*cl = call{tag: cl.tag, id: g.nextID(), job: j, edge: e, slot: int16(slot), created: g.now,
+		deadline: jb.deadline, outer: jb.outer, sibling: jb.calls, sender: jb.replica, arrived: -1, state: stWaiting}
+	jb.calls = c
+	return c
+}
+
+// nextID numbers the calls.
+func (g *graph) nextID() uint32 {
+	g.ids++
+	return g.ids
+}
+
+// try makes call c's next attempt at now, through its edge's breaker,
+// to the replica the callee's balancer picks.
+func (g *graph) try(c int32) {
+	cl := &g.calls[c]
+	e := &g.edges[cl.edge]
+	if g.propagate && g.now >= cl.deadline {
+		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
+		return
+	}
+	permit, d, ok := e.policy.Begin(e.sender(cl.sender), &cl.retry, g.now, g.rRetry)
+	if !ok {
+		if cl.job < 0 {
+			g.run.ShortCircuited++
+			g.run.Series[g.current()].ShortCircuited++
+		}
+		g.decide(c, d)
+		return
+	}
+	cl.permit = permit
+	cl.state = stInFlight
+	cl.tag++
+	cl.sentAt = g.now
+	cl.arrived = -1
+	cl.until = noDeadline
+	if t := e.policy.Timeout; t > 0 {
+		cl.until = g.now + t
+	}
+	if g.propagate {
+		cl.until = min(cl.until, cl.deadline)
+	}
+	s := &g.services[e.callee]
+	r := s.pick(g)
+	cl.replica = r
+	s.replicas[r].outstanding++
+	j := g.newJob(c, int32(e.callee), r)
+	g.q.push(g.now+g.latency.sample(g.rNet), gAtService, j, g.jobs[j].gen)
+	if cl.until < g.horizon {
+		g.q.push(cl.until, gTimeout, c, cl.tag)
+	}
+}
+
+// reply sends the answer o to attempt tag of call c: it reaches the
+// caller after the network's return hop.
+func (g *graph) reply(c, tag int32, o strategies.Outcome) {
+	g.q.push(g.now+g.latency.sample(g.rNet), gResponse+uint8(o), c, tag)
+}
+
+// response is the answer o to attempt tag of call c reaching its caller
+// now; an answer after the caller gave up is dropped.
+func (g *graph) response(c, tag int32, o strategies.Outcome) {
+	cl := &g.calls[c]
+	if cl.state != stInFlight || cl.tag != tag || g.now > cl.until {
+		return
+	}
+	g.outcome(c, o)
+}
+
+// outcome is the caller of call c learning that its attempt in flight
+// came to o.
+func (g *graph) outcome(c int32, o strategies.Outcome) {
+	cl := &g.calls[c]
+	e := &g.edges[cl.edge]
+	s := &g.services[e.callee]
+	s.replicas[cl.replica].outstanding--
+	if cl.arrived >= 0 {
+		k := min(int(cl.arrived), len(g.run.Series)-1)
+		s.bucket(cl.replica, k, func(b *results.Bucket) { classify(b, o) })
+		if cl.job < 0 {
+			classify(&g.run.Series[k], o)
+		}
+		if o == strategies.Success {
+			s.count(cl.replica, func(r *results.ServiceRun) { r.OK++ })
+		}
+	}
+	res := strategies.Result{Outcome: o}
+	if o == strategies.TooManyRequests && cl.hint > 0 {
+		res.RetryAfter = retryAfterWait(int64(cl.hint-1), s.format, g.now)
+		res.HasRetryAfter = true
+		cl.hint = 0
+	}
+	if cl.job < 0 && o != strategies.Success {
+		g.run.Series[g.current()].Failed++
+	}
+	d := e.policy.Done(e.sender(cl.sender), &cl.retry, cl.permit, g.now, res, g.rRetry)
+	cl.state = stWaiting
+	g.decide(c, d)
+}
+
+// classify counts the result o of an attempt in the bucket it arrived
+// in.
+func classify(b *results.Bucket, o strategies.Outcome) {
+	switch o {
+	case strategies.Success:
+		b.OK++
+	case strategies.Timeout:
+		b.NotOK++
+		b.NotOKTimeout++
+	default:
+		b.NotOK++
+	}
+}
+
+// decide carries out the decision d about call c.
+func (g *graph) decide(c int32, d strategies.Decision) {
+	cl := &g.calls[c]
+	switch d.Action {
+	case strategies.Deliver:
+		cl.state = stDelivered
+		if cl.job < 0 {
+			g.fleet.delivered(g, c)
+		} else {
+			g.callDone(c, true)
+		}
+	case strategies.Retry:
+		if g.propagate && g.now+d.Wait >= cl.deadline {
+			// The retry would start after the deadline: no one would
+			// wait for its answer.
+			g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
+			return
+		}
+		cl.state = stWaiting
+		if cl.job < 0 {
+			g.fleet.delayed++
+		}
+		g.q.push(g.now+d.Wait, gTry, c, cl.tag)
+	case strategies.DeadLetter:
+		cl.state, cl.reason = stDead, d.Reason
+		if cl.job < 0 {
+			g.fleet.deadLetter(g, c)
+		} else {
+			g.callDone(c, false)
+		}
+	}
+}
+
+// startStep starts the calls of step st of job j, each with the share of
+// requests that make it, and reports whether any was made (the job then
+// waits for them).
+func (g *graph) startStep(j int32, st step) bool {
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	var buf [8]int32
+	made, calls := 0, buf[:0]
+	for slot, k := range st.calls {
+		c := &s.cfg.Calls[k]
+		if c.Probability < 1 && g.rFault.Float64() >= c.Probability {
+			continue
+		}
+		g.tallies[int(j)*g.maxGroup+slot] = tally{need: int32(c.Need()), fanout: int32(c.Fanout)}
+		made++
+		for range c.Fanout {
+			calls = append(calls, g.newCall(s.edges[k], j, slot))
+		}
+	}
+	if made == 0 {
+		return false
+	}
+	jb = &g.jobs[j]
+	jb.pending = int32(made)
+	gen, step := jb.gen, jb.step
+	for _, c := range calls {
+		// A call refused at once (an open breaker) may end the step,
+		// or the job: the rest are then not made.
+		if jb := &g.jobs[j]; jb.gen != gen || jb.step != step {
+			break
+		}
+		g.try(c)
+	}
+	return true
+}
+
+// callDone is call c of a job succeeding (ok) or failing for good: its
+// tally decides when the step is over.
+func (g *graph) callDone(c int32, ok bool) {
+	cl := &g.calls[c]
+	j := cl.job
+	t := &g.tallies[int(j)*g.maxGroup+int(cl.slot)]
+	if t.done {
+		return
+	}
+	if ok {
+		t.ok++
+	} else {
+		t.failed++
+	}
+	switch {
+	case t.ok >= t.need:
+		t.done = true
+		jb := &g.jobs[j]
+		jb.pending--
+		if jb.pending == 0 {
+			jb.step++
+			g.proceed(j)
+		}
+	case t.failed > t.fanout-t.need:
+		t.done = true
+		g.endJob(j, strategies.ServerError)
+	}
+}
+
+// cancelCalls ends every downstream call of job j: attempts in flight
+// are abandoned (their work goes on, for no one), backoffs are not
+// waited out, and the calls' places are freed.
+func (g *graph) cancelCalls(j int32) {
+	jb := &g.jobs[j]
+	for c := jb.calls; c >= 0; {
+		cl := &g.calls[c]
+		if cl.state == stInFlight {
+			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+		}
+		cl.tag++ // every event of the call is now stale
+		cl.state = stFree
+		g.freeCalls = append(g.freeCalls, c)
+		c = cl.sibling
+	}
+	jb.calls = -1
+}

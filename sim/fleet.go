@@ -1,0 +1,161 @@
+package sim
+
+import (
+	"fmt"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// fleet is the workload of a graph: the senders calling the target
+// service, each request a call on the graph's first edge.
+type fleet struct {
+	arrival    scenarios.Arrival
+	limit      int // requests to create, -1: no limit
+	arrived    int
+	senders    int  // the workload's senders, 0: one per request
+	perRequest bool // the edge's senders grow with the requests
+	dead       int  // requests dead-lettered
+	delayed    int  // requests waiting for their backoff now
+}
+
+func newFleet(sc *scenarios.Scenario, e *edge) fleet {
+	f := fleet{arrival: sc.Workload.Arrival, limit: sc.Workload.Requests, senders: sc.Workload.Senders}
+	if f.arrival.Kind == scenarios.Poisson && f.limit == 0 {
+		f.limit = -1
+	}
+	if e.policy.Breaker != nil || e.policy.Budget != nil {
+		if f.senders > 0 {
+			e.senders = make([]strategies.Sender, f.senders)
+		} else {
+			f.perRequest = true
+			e.senders = []strategies.Sender{}
+		}
+	}
+	return f
+}
+
+// schedule schedules the fleet's first arrival.
+func (f *fleet) schedule(g *graph) {
+	a := f.arrival
+	switch a.Kind {
+	case scenarios.Burst:
+		g.q.push(a.At, gArrival, 0, 0)
+	case scenarios.Uniform:
+		g.q.push(UniformAt(a, f.limit, 0), gArrival, 0, 0)
+	case scenarios.Poisson:
+		if t, ok := NextPoisson(a, g.horizon, a.From, g.rArrive); ok {
+			g.q.push(t, gArrival, 0, 0)
+		}
+	}
+}
+
+// arrive creates the request(s) due now and schedules the next arrival.
+func (f *fleet) arrive(g *graph) {
+	a := f.arrival
+	switch a.Kind {
+	case scenarios.Burst:
+		for f.arrived < f.limit {
+			f.newRequest(g)
+			if f.arrived%checkEvery == 0 && g.ctx.Err() != nil {
+				g.failed = g.ctx.Err()
+				return
+			}
+		}
+	case scenarios.Uniform:
+		f.newRequest(g)
+		if f.arrived < f.limit {
+			g.q.push(UniformAt(a, f.limit, f.arrived), gArrival, 0, 0)
+		}
+	case scenarios.Poisson:
+		if f.arrived >= scenarios.MaxCount {
+			g.failed = fmt.Errorf("sim: strategy %s: the poisson arrivals made %s requests by t=%s, the most herdlab counts: set workload.requests to cap them",
+				g.name, results.Count(float64(f.arrived)), g.now)
+			return
+		}
+		f.newRequest(g)
+		if f.limit >= 0 && f.arrived >= f.limit {
+			return
+		}
+		if t, ok := NextPoisson(a, g.horizon, g.now, g.rArrive); ok {
+			g.q.push(t, gArrival, 0, 0)
+		}
+	}
+}
+
+// newRequest creates the fleet's next request at now and makes its first
+// try.
+func (f *fleet) newRequest(g *graph) {
+	e := &g.edges[0]
+	s := int32(f.arrived)
+	if f.senders > 0 {
+		s %= int32(f.senders)
+	}
+	if f.perRequest {
+		e.senders = append(e.senders, strategies.Sender{})
+	}
+	c := int32(len(g.calls))
+	g.calls = append(g.calls, call{id: g.nextID(), job: -1, sibling: -1, created: g.now, deadline: noDeadline, outer: noDeadline,
+		sender: s, arrived: -1, state: stWaiting})
+	f.arrived++
+	g.try(c)
+}
+
+// delivered counts fleet request c delivered now.
+func (f *fleet) delivered(g *graph, c int32) {
+	cl := &g.calls[c]
+	g.run.Delivered++
+	g.run.Series[g.current()].Delivered++
+	g.run.RecordLatency(g.now - cl.created)
+	f.final(g, cl)
+}
+
+// deadLetter counts fleet request c given up now.
+func (f *fleet) deadLetter(g *graph, c int32) {
+	f.dead++
+	f.final(g, &g.calls[c])
+}
+
+func (f *fleet) final(g *graph, cl *call) {
+	g.completion = g.now
+	if cl.created <= g.lastOutageEnd {
+		g.drain = g.now
+	}
+}
+
+// finish counts the final state of every request of the fleet.
+func (f *fleet) finish(g *graph) {
+	run := g.run
+	drained := true
+	for i := range g.calls {
+		cl := &g.calls[i]
+		if cl.job >= 0 {
+			continue
+		}
+		run.Requests++
+		switch cl.state {
+		case stDelivered:
+		case stDead:
+			run.DeadLettered++
+			run.DeadLetteredBy[cl.reason.String()]++
+		default:
+			run.Unfinished++
+			if cl.created <= g.lastOutageEnd {
+				drained = false
+			}
+		}
+	}
+	if run.Unfinished == 0 {
+		completion := g.completion
+		run.Completion = &completion
+	}
+	if drained {
+		drain := max(g.drain-g.lastOutageEnd, 0)
+		run.Drain = &drain
+	}
+	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests || run.Requests != int64(f.arrived) {
+		conservation("%d requests (%d arrived) but %d delivered + %d dead-lettered + %d unfinished",
+			run.Requests, f.arrived, run.Delivered, run.DeadLettered, run.Unfinished)
+	}
+}

@@ -1,0 +1,229 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// A graph run is the engine (engine.go), the services with their
+// replicas (service.go), the calls between them with their retries
+// (call.go) and the fleet that calls the target (fleet.go). One request of
+// the fleet flows as:
+//
+//	fleet call -> attempt (a job at a replica of the target) -> queue ->
+//	slot -> each step: downstream calls (jobs at other services, each
+//	retried by its edge's policy) or the local work -> answer -> the
+//	caller's policy decides: deliver, retry or give up.
+
+// The kinds of event of a graph run.
+const (
+	gArrival    uint8 = iota // the fleet creates its next request(s)
+	gTry                     // call a, at tag b, ends its backoff: its next attempt
+	gAtService               // job a (generation b) reaches its replica
+	gWorkDone                // job a (generation b) finished its local work
+	gJobExpired              // job a's (generation b) propagated deadline passed
+	gTimeout                 // the caller of attempt b of call a gives up, after every other event now
+	gGiveUp                  // the caller of attempt b of call a gives up
+	gWarmup                  // replica b of service a grew its capacity: start queued work
+	gOutageEnd               // the graph's last outage ends: the backlog is counted
+	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
+)
+
+// noDeadline is a time after every horizon.
+const noDeadline = time.Duration(math.MaxInt64)
+
+// graph is one run of one strategy on a graph of services. It belongs to
+// one goroutine.
+type graph struct {
+	engine
+	sc        *scenarios.Scenario
+	propagate bool // deadline propagation
+
+	rArrive, rServe, rNet, rFault, rRetry, rBalance *rand.Rand
+	latency                                         sampler
+
+	services []service
+	edges    []edge // edges[0] is the fleet's, toward the target
+	target   int
+
+	calls     []call
+	freeCalls []int32
+	jobs      []job
+	freeJobs  []int32
+	tallies   []tally // maxGroup per job
+	maxGroup  int
+
+	fleet fleet
+	ids   uint32 // calls made
+
+	lastOutageEnd time.Duration
+	completion    time.Duration // the latest final state of a fleet request
+	drain         time.Duration // the latest final state of a fleet request created by lastOutageEnd
+
+	run        *results.Run
+	bucket     time.Duration
+	nextSample time.Duration
+	sampled    int
+}
+
+func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *graph {
+	g := &graph{
+		engine:    newEngine(st.Name, sc.Duration),
+		sc:        sc,
+		propagate: st.DeadlinePropagation,
+		rArrive:   rand.New(rand.NewPCG(seed, 1)),
+		rServe:    rand.New(rand.NewPCG(seed, 2)),
+		rNet:      rand.New(rand.NewPCG(seed, 3)),
+		rFault:    rand.New(rand.NewPCG(seed, 4)),
+		rRetry:    rand.New(rand.NewPCG(seed, 5)),
+		rBalance:  rand.New(rand.NewPCG(seed, 6)),
+		latency:   newSampler(sc.Network.Latency),
+		target:    sc.TargetIndex(),
+		bucket:    sc.Bucket,
+	}
+	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
+	g.run = results.NewRun(st.Name, run, buckets)
+	g.run.QueueTracked = true
+	g.nextSample = sc.Bucket
+	if all := sc.AllOutages(); len(all) > 0 {
+		g.lastOutageEnd = all[len(all)-1].End()
+	}
+	g.services = make([]service, len(sc.Services))
+	for i := range sc.Services {
+		g.services[i] = newService(&sc.Services[i], buckets)
+		g.run.Services = append(g.run.Services, g.services[i].stats)
+	}
+	g.edges = []edge{newEdge(st.Policy(), -1, g.target, nil, 0)}
+	for i := range sc.Services {
+		svc := &g.services[i]
+		for k := range svc.cfg.Calls {
+			c := &svc.cfg.Calls[k]
+			pol := scenarios.EdgeStrategy(st, svc.cfg.Name, c)
+			svc.edges = append(svc.edges, int32(len(g.edges)))
+			g.edges = append(g.edges, newEdge(pol.Policy(), i, sc.ServiceIndex(c.Service), c, svc.cfg.Replicas))
+		}
+		for _, s := range svc.steps {
+			g.maxGroup = max(g.maxGroup, len(s.calls))
+		}
+	}
+	g.fleet = newFleet(sc, &g.edges[0])
+	return g
+}
+
+// simulate runs the graph to its horizon and returns what it counted.
+func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
+	start := time.Now()
+	g.fleet.schedule(g)
+	for i := range g.services {
+		g.services[i].scheduleWarmups(g, int32(i))
+	}
+	if g.lastOutageEnd > 0 {
+		g.q.push(g.lastOutageEnd, gOutageEnd, 0, 0)
+	}
+	if err := g.loop(ctx, g.advance, g.handle); err != nil {
+		return nil, err
+	}
+	for g.sampled < len(g.run.Series) {
+		g.sample()
+	}
+	g.finish()
+	g.run.Events = g.events
+	g.run.Wall = time.Since(start)
+	return g.run, nil
+}
+
+func (g *graph) handle(e event) {
+	switch e.kind {
+	case gArrival:
+		g.fleet.arrive(g)
+	case gTry:
+		if c := &g.calls[e.a]; c.state == stWaiting && c.tag == e.b {
+			if c.job < 0 {
+				g.fleet.delayed--
+			}
+			g.try(e.a)
+		}
+	case gAtService:
+		if j := &g.jobs[e.a]; j.gen == e.b {
+			g.atService(e.a)
+		}
+	case gWorkDone:
+		if j := &g.jobs[e.a]; j.gen == e.b {
+			g.workDone(e.a)
+		}
+	case gJobExpired:
+		if j := &g.jobs[e.a]; j.gen == e.b && j.state == jobRunning {
+			g.expireJob(e.a)
+		}
+	case gTimeout:
+		// An answer due at this very instant still counts: give up only
+		// after every other event now.
+		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
+			g.q.push(g.now, gGiveUp, e.a, e.b)
+		}
+	case gGiveUp:
+		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
+			if c.job < 0 {
+				g.run.TimedOut++
+				g.run.Series[g.current()].TimedOut++
+			}
+			g.outcome(e.a, strategies.Timeout)
+		}
+	case gWarmup:
+		g.services[e.a].startQueued(g, e.b)
+	case gOutageEnd:
+		backlog := int64(g.fleet.arrived) - g.run.Delivered - int64(g.fleet.dead)
+		g.run.Backlog = &backlog
+		g.run.GaveUpInOutage = int64(g.fleet.dead)
+	default:
+		g.response(e.a, e.b, strategies.Outcome(e.kind-gResponse))
+	}
+}
+
+// advance samples every bucket that ends by t.
+func (g *graph) advance(t time.Duration) {
+	for g.nextSample <= t && g.sampled < len(g.run.Series) {
+		g.sample()
+	}
+}
+
+// sample records the queues at the end of the current bucket and moves to
+// the next.
+func (g *graph) sample() {
+	start, end := g.nextSample-g.bucket, min(g.nextSample, g.horizon)
+	for i := range g.services {
+		g.services[i].sample(g.sampled, start, end)
+	}
+	b := &g.run.Series[g.sampled]
+	t := &g.services[g.target].stats.Series[g.sampled]
+	b.Queue, b.InFlight, b.QueueMax, b.QueueMean = t.Queue, t.InFlight, t.QueueMax, t.QueueMean
+	b.DLQ = int64(g.fleet.dead)
+	b.Delayed = int64(g.fleet.delayed)
+	g.sampled++
+	g.nextSample += g.bucket
+}
+
+// current returns the bucket holding now.
+func (g *graph) current() int { return min(g.sampled, len(g.run.Series)-1) }
+
+// finish counts the final state of every fleet request and checks that
+// every call of every service is accounted for.
+func (g *graph) finish() {
+	g.fleet.finish(g)
+	for i := range g.services {
+		g.services[i].check()
+	}
+}
+
+// conservation panics with a message when a count does not add up: a bug
+// in the model, never bad input.
+func conservation(format string, args ...any) {
+	panic(fmt.Sprintf("sim: conservation broken: "+format, args...))
+}

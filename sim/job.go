@@ -1,0 +1,298 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// newJob makes the job of call c's attempt in flight, at replica r of
+// service svc.
+func (g *graph) newJob(c, svc, r int32) int32 {
+	var j int32
+	if n := len(g.freeJobs); n > 0 {
+		j = g.freeJobs[n-1]
+		g.freeJobs = g.freeJobs[:n-1]
+	} else {
+		j = int32(len(g.jobs))
+		g.jobs = append(g.jobs, job{})
+		g.tallies = append(g.tallies, make([]tally, g.maxGroup)...)
+	}
+	cl := &g.calls[c]
+	jb := &g.jobs[j]
+	*jb = job{call: c, tag: cl.tag, id: cl.id, gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
+		fleet: cl.job < 0, deadline: noDeadline, outer: cl.outer}
+	if jb.fleet {
+		jb.outer = cl.until
+	}
+	if g.propagate {
+		jb.deadline = cl.until
+	}
+	return j
+}
+
+// freeJob ends job j: its events are stale from now on.
+func (g *graph) freeJob(j int32) {
+	jb := &g.jobs[j]
+	jb.gen++
+	jb.state = jobFree
+	g.freeJobs = append(g.freeJobs, j)
+}
+
+// waiting reports whether the caller of job j still waits for its
+// answer; same whether the call is still the one that sent it.
+func (g *graph) waiting(j int32) (waiting, same bool) {
+	jb := &g.jobs[j]
+	cl := &g.calls[jb.call]
+	same = cl.id == jb.id && cl.state != stFree
+	return same && cl.state == stInFlight && cl.tag == jb.tag, same
+}
+
+// answer sends job j's answer o to its caller and frees the job.
+func (g *graph) answer(j int32, o strategies.Outcome) {
+	jb := &g.jobs[j]
+	g.reply(jb.call, jb.tag, o)
+	g.freeJob(j)
+}
+
+// atService is job j's attempt reaching its replica now.
+func (g *graph) atService(j int32) {
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	k := g.current()
+	s.count(r, func(x *results.ServiceRun) { x.Attempts++ })
+	s.bucket(r, k, func(b *results.Bucket) { b.Attempts++ })
+	if jb.fleet {
+		g.run.Attempts++
+		g.run.Series[k].Attempts++
+	}
+	waiting, same := g.waiting(j)
+	cl := &g.calls[jb.call]
+	if waiting {
+		cl.arrived = int32(k)
+	}
+	if o, down := s.outage(g.now, int(r)); down {
+		switch o.Mode {
+		case scenarios.Refuse:
+			g.answer(j, strategies.Refused)
+		case scenarios.ErrorMode:
+			g.answer(j, strategies.ServerError)
+		default: // timeout: no answer; the caller gives up
+			g.freeJob(j)
+		}
+		return
+	}
+	cfg := s.cfg
+	if cfg.RateLimit != nil && !s.takeToken(g.now, int(r)) {
+		s.count(r, func(x *results.ServiceRun) { x.Throttled++ })
+		s.bucket(r, k, func(b *results.Bucket) { b.Throttled++ })
+		if jb.fleet {
+			g.run.Throttled++
+			g.run.Series[k].Throttled++
+		}
+		if waiting {
+			cl.hint = s.hint(g.now, int(r))
+		}
+		g.answer(j, strategies.TooManyRequests)
+		return
+	}
+	if cfg.Idempotency && same && cl.flags&flagStarted != 0 {
+		g.answer(j, cachedOutcome(cl.flags))
+		return
+	}
+	if p := cfg.FailureProbability; p > 0 && g.rFault.Float64() < p {
+		g.answer(j, strategies.ServerError)
+		return
+	}
+	rep := &s.replicas[r]
+	if rep.busy < s.capacity(g.now, int(r)) {
+		g.start(j)
+		return
+	}
+	if s.limit >= 0 && rep.queue.len() >= s.limit {
+		s.count(r, func(x *results.ServiceRun) { x.Rejected++ })
+		s.bucket(r, k, func(b *results.Bucket) { b.Rejected++ })
+		if jb.fleet {
+			g.run.Rejected++
+			g.run.Series[k].Rejected++
+		}
+		g.answer(j, strategies.ServerError)
+		return
+	}
+	s.queueChange(g.now, r, 1)
+	rep.queue.push(j)
+	jb.state = jobQueued
+}
+
+// cachedOutcome is an idempotent service's answer to a repeat of a call
+// whose key it has seen (see world.cached).
+func cachedOutcome(flags uint8) strategies.Outcome {
+	if flags&flagProcessed != 0 {
+		return strategies.Success
+	}
+	return strategies.ServerError
+}
+
+// start gives job j a slot of its replica now and begins its first step;
+// false when the job is dropped instead.
+func (g *graph) start(j int32) bool {
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	if g.propagate && g.now >= jb.deadline {
+		s.count(r, func(x *results.ServiceRun) { x.DeadlineDropped++ })
+		g.freeJob(j) // its caller has given up: no answer
+		return false
+	}
+	waiting, same := g.waiting(j)
+	if s.cfg.DropExpired && !waiting {
+		g.freeJob(j)
+		return false
+	}
+	cl := &g.calls[jb.call]
+	if s.cfg.Idempotency && same && cl.flags&flagStarted != 0 {
+		g.answer(j, cachedOutcome(cl.flags))
+		return false
+	}
+	if same {
+		cl.flags |= flagStarted
+	}
+	s.replicas[r].busy++
+	s.busy++
+	jb.state = jobRunning
+	jb.step = 0
+	if g.propagate && jb.deadline < g.horizon {
+		g.q.push(jb.deadline, gJobExpired, j, jb.gen)
+	}
+	g.proceed(j)
+	return true
+}
+
+// proceed runs job j's steps from its current one until one has to wait
+// (for its calls or its local work), or the job is done.
+func (g *graph) proceed(j int32) {
+	for {
+		jb := &g.jobs[j]
+		s := &g.services[jb.svc]
+		if int(jb.step) == len(s.steps) {
+			g.endJob(j, strategies.Success)
+			return
+		}
+		st := s.steps[jb.step]
+		if st.work {
+			d := s.service.sample(g.rServe) + s.slowdown(s.replicas[jb.replica].busy-1)
+			g.q.push(g.now+d, gWorkDone, j, jb.gen)
+			return
+		}
+		if g.startStep(j, st) {
+			return
+		}
+		jb = &g.jobs[j]
+		jb.step++
+	}
+}
+
+// slowdown returns what busy requests in service add to a service time
+// that starts now (see world.slowdown).
+func (s *service) slowdown(busy int) time.Duration {
+	sd := s.cfg.Slowdown
+	if sd == 0 || busy <= 0 {
+		return 0
+	}
+	if time.Duration(busy) > maxSample/sd {
+		return maxSample
+	}
+	return sd * time.Duration(busy)
+}
+
+// workDone is job j's local work ending now.
+func (g *graph) workDone(j int32) {
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	waiting, same := g.waiting(j)
+	cl := &g.calls[jb.call]
+	dup := same && cl.flags&flagProcessed != 0
+	if same {
+		cl.flags |= flagProcessed
+	}
+	late := g.now > jb.outer
+	s.count(r, func(x *results.ServiceRun) {
+		x.Processed++
+		if dup {
+			x.Duplicates++
+		}
+		if !waiting {
+			x.Wasted++
+		}
+		if late {
+			x.LateWork++
+		}
+	})
+	if jb.fleet {
+		g.run.Processed++
+		if dup {
+			g.run.Duplicates++
+		}
+		if !waiting {
+			g.run.Wasted++
+		}
+	}
+	jb.step++
+	g.proceed(j)
+}
+
+// endJob ends job j with the answer o (a success, or a 503 when a
+// downstream call failed): its calls are cancelled, its slot freed.
+func (g *graph) endJob(j int32, o strategies.Outcome) {
+	g.cancelCalls(j)
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	if p := s.cfg.ResponseLoss; o == strategies.Success && p > 0 && g.rFault.Float64() < p {
+		s.count(r, func(x *results.ServiceRun) { x.Lost++ })
+		if jb.fleet {
+			g.run.Lost++
+		}
+		o = strategies.Reset
+	}
+	s.replicas[r].busy--
+	s.busy--
+	g.answer(j, o)
+	s.startQueued(g, r)
+}
+
+// expireJob drops job j, whose propagated deadline has passed while it
+// was served: its caller has given up, so the rest of its work is not
+// done.
+func (g *graph) expireJob(j int32) {
+	g.cancelCalls(j)
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	s.count(r, func(x *results.ServiceRun) { x.DeadlineDropped++ })
+	s.replicas[r].busy--
+	s.busy--
+	g.freeJob(j)
+	s.startQueued(g, r)
+}
+
+// startQueued starts queued jobs of replica r while it has free slots,
+// in the service's queue discipline.
+func (s *service) startQueued(g *graph, r int32) {
+	rep := &s.replicas[r]
+	for rep.queue.len() > 0 && rep.busy < s.capacity(g.now, int(r)) {
+		s.queueChange(g.now, r, -1)
+		var j int32
+		if s.lifo {
+			j = rep.queue.popBack()
+		} else {
+			j = rep.queue.popFront()
+		}
+		g.start(j)
+		rep = &s.replicas[r]
+	}
+}

@@ -1,0 +1,352 @@
+package sim
+
+import (
+	"math"
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// service is one service of a graph: its replicas, each a server with
+// slots and a waiting room, and the steps of serving one request.
+type service struct {
+	cfg      *scenarios.Service
+	service  sampler
+	replicas []replica
+	steps    []step
+	edges    []int32 // the graph's edge of each of cfg.Calls
+	slots    int     // per replica, -1 unlimited
+	limit    int     // queue per replica, -1 unlimited
+	format   strategies.RetryAfterFormat
+	lifo     bool
+	next     int // round-robin: the next replica
+
+	stats *results.ServiceRun
+	// the service's queue (all replicas) over the current bucket
+	queued    int
+	queueAt   time.Duration
+	queueArea float64
+	queueMax  int
+	busy      int
+}
+
+// step is one step of serving a request: a group of calls started
+// together (indexes into cfg.Calls), or the local work.
+type step struct {
+	calls []int
+	work  bool
+}
+
+// replica is one copy of a service.
+type replica struct {
+	busy        int
+	queue       deque
+	outstanding int // attempts sent to it awaiting an answer, as the balancer sees them
+	tokens      float64
+	tokensAt    time.Duration
+	stats       *results.ServiceRun // nil for a service of one replica
+	queueAt     time.Duration
+	queueArea   float64
+	queueMax    int
+}
+
+// job is one attempt at a replica: queued, then served in steps.
+type job struct {
+	call, tag    int32  // the attempt served
+	id           uint32 // the call's id: tells it from a later call in its place
+	fleet        bool   // the attempt is a fleet request's
+	gen          int32  // one more each time the job is freed: events of an older use are stale
+	svc, replica int32
+	step         int32 // the step in progress
+	pending      int32 // calls of the current step not yet decided
+	calls        int32 // the first of its downstream calls, -1 for none
+	deadline     time.Duration
+	outer        time.Duration // the fleet's deadline above it
+	state        uint8
+}
+
+// The states of a job.
+const (
+	jobFree uint8 = iota
+	jobSent
+	jobQueued
+	jobRunning
+)
+
+// tally counts the copies of one call of a step.
+type tally struct {
+	ok, failed   int32
+	need, fanout int32
+	done         bool
+}
+
+func newService(cfg *scenarios.Service, buckets int) service {
+	s := service{
+		cfg:      cfg,
+		service:  newSampler(&cfg.ServiceTime),
+		replicas: make([]replica, cfg.Replicas),
+		slots:    int(cfg.Concurrency),
+		limit:    int(cfg.Queue),
+		lifo:     cfg.QueueDiscipline == scenarios.LIFO,
+	}
+	if cfg.Concurrency.Unlimited() {
+		s.slots = -1
+	}
+	if cfg.Queue.Unlimited() {
+		s.limit = -1
+	}
+	capacity := cfg.Server.Capacity()
+	conc := max(s.slots, 0)
+	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Series: make([]results.Bucket, buckets),
+		Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	if rl := cfg.RateLimit; rl != nil {
+		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format)
+	}
+	for r := range s.replicas {
+		rep := &s.replicas[r]
+		if rl := cfg.RateLimit; rl != nil {
+			rep.tokens = float64(rl.Burst)
+		}
+		if cfg.Replicas > 1 {
+			rep.stats = &results.ServiceRun{Name: cfg.Name, Replica: r, Series: make([]results.Bucket, buckets), Capacity: capacity, Concurrency: conc}
+			s.stats.Replicas = append(s.stats.Replicas, rep.stats)
+		}
+	}
+	// The steps: the calls before the local work, grouped (a parallel
+	// call joins the group before it), the work, the calls after it.
+	for _, when := range []string{scenarios.Before, scenarios.After} {
+		if when == scenarios.After {
+			s.steps = append(s.steps, step{work: true})
+		}
+		for k, c := range cfg.Calls {
+			if c.When != when {
+				continue
+			}
+			if c.Parallel && len(s.steps) > 0 && !s.steps[len(s.steps)-1].work {
+				last := &s.steps[len(s.steps)-1]
+				last.calls = append(last.calls, k)
+				continue
+			}
+			s.steps = append(s.steps, step{calls: []int{k}})
+		}
+	}
+	return s
+}
+
+// scheduleWarmups schedules the capacity steps of the warmups after each
+// outage.
+func (s *service) scheduleWarmups(g *graph, i int32) {
+	wu := s.cfg.Warmup
+	if wu.Duration == 0 {
+		return
+	}
+	for _, o := range s.cfg.Outages {
+		for r := range s.replicas {
+			if !o.Hits(r) {
+				continue
+			}
+			for k := 1; k <= warmupSteps; k++ {
+				g.q.push(o.End()+mulDiv(wu.Duration, int64(k), warmupSteps), gWarmup, i, int32(r))
+			}
+		}
+	}
+}
+
+// pick chooses the replica for an attempt sent now.
+func (s *service) pick(g *graph) int32 {
+	n := len(s.replicas)
+	if n == 1 {
+		return 0
+	}
+	switch s.cfg.Balancer {
+	case scenarios.RandomBalancer:
+		return int32(g.rBalance.IntN(n))
+	case scenarios.LeastOutstanding:
+		best := 0
+		for r := 1; r < n; r++ {
+			if s.replicas[r].outstanding < s.replicas[best].outstanding {
+				best = r
+			}
+		}
+		return int32(best)
+	case scenarios.PowerOfTwoChoices:
+		a := g.rBalance.IntN(n)
+		b := g.rBalance.IntN(n - 1)
+		if b >= a {
+			b++
+		}
+		if s.replicas[b].outstanding < s.replicas[a].outstanding {
+			return int32(b)
+		}
+		return int32(a)
+	}
+	r := s.next
+	s.next = (s.next + 1) % n
+	return int32(r)
+}
+
+// outage returns the outage in force at t on replica r, if any.
+func (s *service) outage(t time.Duration, r int) (scenarios.Outage, bool) {
+	for _, o := range s.cfg.Outages {
+		if t < o.Start {
+			break
+		}
+		if t < o.End() && o.Hits(r) {
+			return o, true
+		}
+	}
+	return scenarios.Outage{}, false
+}
+
+// capacity returns the slots of replica r now, ramped up after an outage
+// by the warmup.
+func (s *service) capacity(now time.Duration, r int) int {
+	if s.slots < 0 {
+		return math.MaxInt
+	}
+	wu := s.cfg.Warmup
+	if wu.Duration == 0 {
+		return s.slots
+	}
+	for i := len(s.cfg.Outages) - 1; i >= 0; i-- {
+		o := s.cfg.Outages[i]
+		if now < o.End() || !o.Hits(r) {
+			continue
+		}
+		since := now - o.End()
+		if since >= wu.Duration {
+			break
+		}
+		step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
+		return max(1, int((wu.From+(1-wu.From)*step)*float64(s.slots)))
+	}
+	return s.slots
+}
+
+// takeToken takes a token from replica r's rate limit bucket.
+func (s *service) takeToken(now time.Duration, r int) bool {
+	rl := s.cfg.RateLimit
+	rep := &s.replicas[r]
+	rep.tokens = min(float64(rl.Burst), rep.tokens+(now-rep.tokensAt).Seconds()*rl.Rate)
+	rep.tokensAt = now
+	if rep.tokens >= 1 {
+		rep.tokens--
+		return true
+	}
+	return false
+}
+
+// hint returns the Retry-After header of a 429 of replica r sent now,
+// plus one.
+func (s *service) hint(now time.Duration, r int) uint32 {
+	rl := s.cfg.RateLimit
+	wait := time.Duration(rl.RetryAfter)
+	if wait == 0 {
+		wait = time.Duration((1 - s.replicas[r].tokens) / rl.Rate * float64(time.Second))
+	}
+	return uint32(retryAfterHeader(wait, s.format, now)) + 1
+}
+
+// count adds to the service's and the replica's counts.
+func (s *service) count(r int32, f func(*results.ServiceRun)) {
+	f(s.stats)
+	if st := s.replicas[r].stats; st != nil {
+		f(st)
+	}
+}
+
+// bucket adds to the service's and the replica's bucket k.
+func (s *service) bucket(r int32, k int, f func(*results.Bucket)) {
+	f(&s.stats.Series[k])
+	if st := s.replicas[r].stats; st != nil {
+		f(&st.Series[k])
+	}
+}
+
+// queueChange accounts for the queues' lengths up to now, before replica
+// r's changes by delta.
+func (s *service) queueChange(now time.Duration, r int32, delta int) {
+	s.queueArea += float64(s.queued) * float64(now-s.queueAt)
+	s.queueAt = now
+	s.queued += delta
+	s.queueMax = max(s.queueMax, s.queued)
+	rep := &s.replicas[r]
+	rep.queueArea += float64(rep.queue.len()) * float64(now-rep.queueAt)
+	rep.queueAt = now
+	rep.queueMax = max(rep.queueMax, rep.queue.len()+delta)
+}
+
+// sample records the queues and the work in service at the end of bucket
+// k, from start to end.
+func (s *service) sample(k int, start, end time.Duration) {
+	b := &s.stats.Series[k]
+	b.Queue, b.InFlight = int64(s.queued), int64(s.busy)
+	b.QueueMax = int64(s.queueMax)
+	b.QueueMean = (s.queueArea + float64(s.queued)*float64(end-s.queueAt)) / float64(end-start)
+	s.queueAt, s.queueArea, s.queueMax = end, 0, s.queued
+	for r := range s.replicas {
+		rep := &s.replicas[r]
+		if rep.stats == nil {
+			continue
+		}
+		b := &rep.stats.Series[k]
+		n := rep.queue.len()
+		b.Queue, b.InFlight = int64(n), int64(rep.busy)
+		b.QueueMax = int64(rep.queueMax)
+		b.QueueMean = (rep.queueArea + float64(n)*float64(end-rep.queueAt)) / float64(end-start)
+		rep.queueAt, rep.queueArea, rep.queueMax = end, 0, n
+	}
+}
+
+// check panics if the service's counts do not add up: every attempt that
+// reached it was answered, dropped, or is still queued, served or on its
+// way back.
+func (s *service) check() {
+	var attempts int64
+	for _, b := range s.stats.Series {
+		attempts += b.Attempts
+	}
+	if attempts != s.stats.Attempts {
+		conservation("service %s: %d attempts in its series, %d counted", s.cfg.Name, attempts, s.stats.Attempts)
+	}
+	for _, rep := range s.stats.Replicas {
+		attempts -= rep.Attempts
+	}
+	if len(s.stats.Replicas) > 0 && attempts != 0 {
+		conservation("service %s: its replicas' attempts do not add up to its own (%d apart)", s.cfg.Name, attempts)
+	}
+}
+
+// deque is a double-ended queue of jobs.
+type deque struct {
+	buf        []int32
+	head, size int
+}
+
+func (d *deque) len() int { return d.size }
+
+func (d *deque) push(j int32) {
+	if d.size == len(d.buf) {
+		grown := make([]int32, max(2*len(d.buf), 16))
+		for i := range d.size {
+			grown[i] = d.buf[(d.head+i)%len(d.buf)]
+		}
+		d.buf, d.head = grown, 0
+	}
+	d.buf[(d.head+d.size)%len(d.buf)] = j
+	d.size++
+}
+
+func (d *deque) popFront() int32 {
+	j := d.buf[d.head]
+	d.head = (d.head + 1) % len(d.buf)
+	d.size--
+	return j
+}
+
+func (d *deque) popBack() int32 {
+	d.size--
+	return d.buf[(d.head+d.size)%len(d.buf)]
+}
