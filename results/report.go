@@ -58,11 +58,19 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 	}
 	bw.WriteString("## Summary\n\n")
 	writeTable(bw, tableRows(s))
+	if rows := serviceRows(s); rows != nil {
+		bw.WriteString("\n## Services\n\nEvery service of the graph, per strategy: the attempts that reached it, from every caller, per fleet request (amplification), its peak load after the outage, when it recovered, and its work done for no one (wasted: its caller had given up; late: after the fleet's deadline) or dropped at its propagated deadline.\n\n")
+		writeTable(bw, rows)
+	}
 	if s.Runs > 1 {
 		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
 	}
 	writeCharts(bw, images)
-	bw.WriteString("\nFiles: summary.json, summary.csv, timeseries.csv, report.html.\n")
+	files := "summary.json, summary.csv, timeseries.csv"
+	if serviceRows(s) != nil {
+		files += ", services.csv"
+	}
+	bw.WriteString("\nFiles: " + files + ", report.html.\n")
 	return bw.Flush()
 }
 
@@ -118,6 +126,11 @@ figcaption { color: #555; font-size: 0.9em; }
 <tr>{{range index .Rows 0}}<th>{{.}}</th>{{end}}</tr>
 {{range slice .Rows 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>
+{{with .Services}}<h2>Services</h2>
+<table>
+<tr>{{range index . 0}}<th>{{.}}</th>{{end}}</tr>
+{{range slice . 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table>{{end}}
 {{if gt .S.Runs 1}}<p>Figures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).</p>{{end}}
 {{with .Images}}<h2>Charts</h2>{{range .}}
 <figure><img src="{{.Src}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
@@ -137,8 +150,9 @@ func WriteHTML(w io.Writer, s *Summary, images []Image) error {
 		Header    string
 		Takeaways []string
 		Rows      [][]string
+		Services  [][]string
 		Images    []img
-	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s)}
+	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s), Services: serviceRows(s)}
 	for _, im := range images {
 		src := "data:" + im.mime() + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 		data.Images = append(data.Images, img{Src: template.URL(src), Caption: im.Caption})

@@ -220,11 +220,43 @@ func RecoveryText(s *Summary, st *StrategySummary) string {
 	return Seconds(st.RecoveryTimeS, "never")
 }
 
-// WriteTable writes the summary as an aligned text table, for a terminal.
+// serviceRows returns the rows of the table of a graph's services: a
+// header, then a row per strategy and service; nil without services.
+func serviceRows(s *Summary) [][]string {
+	var rows [][]string
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		for k := range st.Services {
+			sv := &st.Services[k]
+			if rows == nil {
+				rows = [][]string{{"strategy", "service", "attempts", "amplif.", "peak load", "recovery", "delivered", "rejected", "wasted", "late", "deadline dropped"}}
+			}
+			peak := "none"
+			if sv.PeakLoad > 0 {
+				peak = Count(sv.PeakLoad)
+				if sv.PeakLoadRatio != nil {
+					peak += fmt.Sprintf(" (%sx)", Decimal(*sv.PeakLoadRatio))
+				}
+			}
+			rows = append(rows, []string{st.Name, sv.Name, Count(sv.Attempts), Decimal(sv.Amplification) + "x", peak,
+				Seconds(sv.RecoveryTimeS, "never"), Count(sv.Delivered), Count(sv.Rejected), Count(sv.Wasted), Count(sv.LateWork), Count(sv.DeadlineDropped)})
+		}
+	}
+	return rows
+}
+
+// WriteTable writes the summary as an aligned text table, for a terminal,
+// and a graph's services as a second table.
 func WriteTable(w io.Writer, s *Summary) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, row := range tableRows(s) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	if rows := serviceRows(s); rows != nil {
+		fmt.Fprintln(tw)
+		for _, row := range rows {
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
 	}
 	return tw.Flush()
 }

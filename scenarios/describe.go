@@ -42,22 +42,11 @@ func (s *Scenario) Describe() string {
 	if w.Workers > 0 {
 		fmt.Fprintf(&b, " of %d workers", w.Workers)
 	}
-	srv := s.Server
-	fmt.Fprintf(&b, "; server: %s slots x %s", srv.Concurrency, srv.ServiceTime)
-	if c := srv.Capacity(); !math.IsInf(c, 1) {
-		fmt.Fprintf(&b, " (%s req/s)", count(int(math.Round(c))))
-	}
-	if !srv.Queue.Unlimited() {
-		fmt.Fprintf(&b, ", queue %s", count(int(srv.Queue)))
-	}
-	if len(srv.Outages) > 0 {
-		parts := make([]string, len(srv.Outages))
-		for i, o := range srv.Outages {
-			parts[i] = fmt.Sprintf("%s %s-%s", o.Mode, o.Start, o.End())
-		}
-		fmt.Fprintf(&b, "; outages: %s", strings.Join(parts, ", "))
+	if s.Graph() {
+		s.describeGraph(&b)
 	} else {
-		b.WriteString("; no outage")
+		b.WriteString("; server: ")
+		describeServer(&b, &s.Server)
 	}
 	fmt.Fprintf(&b, "; %s horizon", s.Duration)
 	if s.Runs > 1 {
@@ -99,4 +88,51 @@ func count(n int) string {
 		return "-" + b.String()
 	}
 	return b.String()
+}
+
+// describeServer writes a server's capacity, queue and outages.
+func describeServer(b *strings.Builder, srv *Server) {
+	fmt.Fprintf(b, "%s slots x %s", srv.Concurrency, srv.ServiceTime)
+	if c := srv.Capacity(); !math.IsInf(c, 1) {
+		fmt.Fprintf(b, " (%s req/s)", count(int(math.Round(c))))
+	}
+	if !srv.Queue.Unlimited() {
+		fmt.Fprintf(b, ", queue %s", count(int(srv.Queue)))
+	}
+	if len(srv.Outages) > 0 {
+		parts := make([]string, len(srv.Outages))
+		for i, o := range srv.Outages {
+			parts[i] = fmt.Sprintf("%s %s-%s", o.Mode, o.Start, o.End())
+			if o.Replicas != nil {
+				parts[i] += fmt.Sprintf(" (replicas %v)", o.Replicas)
+			}
+		}
+		fmt.Fprintf(b, "; outages: %s", strings.Join(parts, ", "))
+	} else {
+		b.WriteString("; no outage")
+	}
+}
+
+// describeGraph writes the services of a graph, the target first, and
+// who calls whom.
+func (s *Scenario) describeGraph(b *strings.Builder) {
+	fmt.Fprintf(b, "; %d services, the fleet calls %s", len(s.Services), s.Services[s.TargetIndex()].Name)
+	for i := range s.Services {
+		svc := &s.Services[i]
+		b.WriteString("; " + svc.Name + ": ")
+		if svc.Replicas > 1 {
+			fmt.Fprintf(b, "%d replicas (%s) of ", svc.Replicas, svc.Balancer)
+		}
+		describeServer(b, &svc.Server)
+		if len(svc.Calls) > 0 {
+			calls := make([]string, len(svc.Calls))
+			for k, c := range svc.Calls {
+				calls[k] = c.Service
+				if c.Fanout > 1 {
+					calls[k] += fmt.Sprintf(" x%d", c.Fanout)
+				}
+			}
+			fmt.Fprintf(b, ", calls %s", strings.Join(calls, ", "))
+		}
+	}
 }

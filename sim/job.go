@@ -36,6 +36,7 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 // freeJob ends job j: its events are stale from now on.
 func (g *graph) freeJob(j int32) {
 	jb := &g.jobs[j]
+	g.services[jb.svc].ended++
 	jb.gen++
 	jb.state = jobFree
 	g.freeJobs = append(g.freeJobs, j)

@@ -30,6 +30,7 @@ type service struct {
 	queueArea float64
 	queueMax  int
 	busy      int
+	ended     int64 // attempts that reached it and are over: answered, or dropped
 }
 
 // step is one step of serving a request: a group of calls started
@@ -316,6 +317,9 @@ func (s *service) check() {
 	}
 	if len(s.stats.Replicas) > 0 && attempts != 0 {
 		conservation("service %s: its replicas' attempts do not add up to its own (%d apart)", s.cfg.Name, attempts)
+	}
+	if live := int64(s.queued + s.busy); s.stats.Attempts != s.ended+live {
+		conservation("service %s: %d attempts reached it, but %d are over and %d queued or in service", s.cfg.Name, s.stats.Attempts, s.ended, live)
 	}
 }
 

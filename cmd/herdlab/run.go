@@ -21,9 +21,9 @@ var runCmd = &command{
 
 Each strategy runs against the same server, outage and workload, on a
 virtual clock. For each scenario, prints a summary table and writes
-summary.json, summary.csv, timeseries.csv, the charts (load, recovery,
-latency, queue, amplification), report.md and a self-contained
-report.html into the output folder (default out/NAME/; with several files
+summary.json, summary.csv, timeseries.csv (and services.csv for a graph
+of services), the charts (load, recovery, latency, queue,
+amplification), report.md and a self-contained report.html into the output folder (default out/NAME/; with several files
 and --out DIR, DIR/NAME/).
 Every file is checked before anything runs: bad input exits 2 and writes
 nothing.`,
@@ -215,6 +215,9 @@ func outputFiles(ctx context.Context, sc *scenarios.Scenario, res *sim.Result, o
 		{Name: "summary.json", Write: func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
 		{Name: "summary.csv", Write: func(w io.Writer) error { return results.WriteSummaryCSV(w, res.Summary) }},
 		{Name: "timeseries.csv", Write: func(w io.Writer) error { return results.WriteTimeseries(w, sc.Bucket, res.Runs) }},
+	}
+	if sc.Graph() {
+		files = append(files, results.File{Name: "services.csv", Write: func(w io.Writer) error { return results.WriteServices(w, sc.Bucket, res.Runs) }})
 	}
 	files = append(files, results.ImageFiles(images)...)
 	files = append(files,
