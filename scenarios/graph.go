@@ -3,6 +3,7 @@ package scenarios
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"reflect"
 	"regexp"
 	"slices"
@@ -541,4 +542,55 @@ func (p *problems) once(path, format string, args ...any) {
 	}) {
 		p.add(path, "%s", msg)
 	}
+}
+
+// WorstAttempts returns, for strategy st, the most attempts each service
+// can receive per fleet request, every call failing every attempt: the
+// fleet's attempts at the target, and at a callee the sum over its
+// callers of the caller's attempts x the edge's attempts x the fan-out.
+// It is +Inf where some attempts upstream are unlimited. The graph must
+// be valid (no cycle).
+func (s *Scenario) WorstAttempts(st *Strategy) []float64 {
+	out := make([]float64, len(s.Services))
+	attempts := func(n int) float64 {
+		if n == 0 {
+			return math.Inf(1)
+		}
+		return float64(n)
+	}
+	out[s.TargetIndex()] = attempts(st.MaxAttempts)
+	for _, i := range s.Topological() {
+		caller := &s.Services[i]
+		for j := range caller.Calls {
+			c := &caller.Calls[j]
+			if k := s.ServiceIndex(c.Service); k >= 0 && out[i] > 0 {
+				out[k] += out[i] * attempts(EdgeStrategy(st, caller.Name, c).MaxAttempts) * float64(c.Fanout)
+			}
+		}
+	}
+	return out
+}
+
+// Topological returns the services' indexes, every caller before the
+// services it calls.
+func (s *Scenario) Topological() []int {
+	seen := make([]bool, len(s.Services))
+	var order []int
+	var visit func(i int)
+	visit = func(i int) {
+		seen[i] = true
+		for _, c := range s.Services[i].Calls {
+			if k := s.ServiceIndex(c.Service); k >= 0 && !seen[k] {
+				visit(k)
+			}
+		}
+		order = append(order, i)
+	}
+	for i := range s.Services {
+		if !seen[i] {
+			visit(i)
+		}
+	}
+	slices.Reverse(order)
+	return order
 }

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -73,6 +74,27 @@ var (
 			"budget, --max-events). An error, not a warning."}
 )
 
+// The rules for graphs of services.
+var (
+	ruleLayeredRetries = LintRule{ID: "HL010", Name: "layered-retries-no-budget", Doc: "Retries at more than one layer of a " +
+		"service graph (the fleet and call edges with max_attempts other than 1), where a layer that " +
+		"retries has no retry budget: the attempts multiply, layer by layer (3 retries at each of 3 layers " +
+		"make up to (3+1)^3 = 64 attempts at the bottom per request), just when the bottom is failing. " +
+		"Retry at one layer (usually the edge), or give every retrying layer a budget."}
+	ruleAmplification = LintRule{ID: "HL011", Name: "worst-amplification", Doc: "A service of a graph that can receive more " +
+		"than 100 attempts per fleet request in the worst case (every attempt failing): the product, along " +
+		"each path, of the attempts and fan-outs of its calls. An outage at the bottom then meets a herd " +
+		"that many times the fleet's."}
+	ruleInnerTimeout = LintRule{ID: "HL012", Name: "inner-timeout-longer", Doc: "A call edge whose attempt timeout is not " +
+		"shorter than the timeout of a caller of its caller, without deadline propagation: that caller " +
+		"gives up while the inner attempt (and its retries) still wait, so the work below is done for no " +
+		"one. Make inner timeouts shorter than outer ones, or set deadline_propagation."}
+)
+
+// maxAmplification is the worst-case attempts per fleet request above
+// which HL011 warns.
+const maxAmplification = 100
+
 // spinWait is the longest wait below which HL009 calls retries a spin,
 // and spinAttempts the attempts beyond which it does.
 const (
@@ -91,6 +113,9 @@ var LintRules = []LintRule{
 	ruleBreakerShorterThanBackoff,
 	ruleManyAttemptsNoBudget,
 	ruleRetrySpin,
+	ruleLayeredRetries,
+	ruleAmplification,
+	ruleInnerTimeout,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.
@@ -214,6 +239,9 @@ func Lint(s *Scenario) []Finding {
 					"the load on a server that is already failing; lower it to 5 (gRPC's ceiling) or add a budget "+
 					"(kind tokens or quota), or silence HL008 with a reason", st.MaxAttempts, st.MaxAttempts, st.MaxAttempts)
 		}
+	}
+	if s.Graph() && s.validGraph() {
+		s.lintGraph(add)
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
@@ -451,4 +479,155 @@ func lintMul(d time.Duration, n int) time.Duration {
 		return math.MaxInt64
 	}
 	return d * time.Duration(n)
+}
+
+// validGraph reports whether the graph's calls all name services and
+// make no cycle: what lintGraph needs to walk it.
+func (s *Scenario) validGraph() bool {
+	var p problems
+	names := map[string]int{}
+	for i, svc := range s.Services {
+		names[svc.Name] = i
+	}
+	for _, svc := range s.Services {
+		for _, c := range svc.Calls {
+			if _, ok := names[c.Service]; !ok {
+				return false
+			}
+		}
+	}
+	s.validateCycles(&p, names)
+	return len(p) == 0
+}
+
+// lintGraph adds the findings of the rules for graphs.
+func (s *Scenario) lintGraph(report func(r LintRule, path, format string, args ...any)) {
+	seen := map[string]bool{}
+	add := func(r LintRule, path, format string, args ...any) {
+		key := r.ID + path + fmt.Sprintf(format, args...)
+		if !seen[key] {
+			seen[key] = true
+			report(r, path, format, args...)
+		}
+	}
+	for i := range s.Strategies {
+		st := &s.Strategies[i]
+		path := fmt.Sprintf("strategies[%d]", i)
+		// HL010: the layers that retry, and those of them without a budget.
+		var retrying, unbudgeted []string
+		if st.MaxAttempts != 1 {
+			retrying = append(retrying, "the fleet")
+			if st.Budget == nil {
+				unbudgeted = append(unbudgeted, "the fleet")
+			}
+		}
+		where := path
+		for ci := range s.Services {
+			caller := &s.Services[ci]
+			for j := range caller.Calls {
+				c := &caller.Calls[j]
+				edge := EdgeStrategy(st, caller.Name, c)
+				if edge.MaxAttempts == 1 {
+					continue
+				}
+				key := EdgeKey(caller.Name, c.Service)
+				if !slices.Contains(retrying, key) {
+					retrying = append(retrying, key)
+					if edge.Budget == nil {
+						unbudgeted = append(unbudgeted, key)
+					}
+				}
+				if where == path {
+					where = s.edgePath(st, i, ci, j)
+				}
+			}
+		}
+		if len(retrying) > 1 && len(unbudgeted) > 0 {
+			add(ruleLayeredRetries, where,
+				"retries at %d layers (%s), without a budget at %s: the attempts multiply layer by layer while the bottom fails; "+
+					"retry at one layer, or give each a budget, or silence HL010 with a reason",
+				len(retrying), strings.Join(retrying, ", "), strings.Join(unbudgeted, ", "))
+		}
+		// HL011: the worst case per service.
+		worst := s.WorstAttempts(st)
+		for k, a := range worst {
+			if a > maxAmplification {
+				amount := "unlimited (some layer above retries without limit)"
+				if !math.IsInf(a, 1) {
+					amount = count(int(a))
+				}
+				add(ruleAmplification, path,
+					"%s can receive %s attempts per fleet request in the worst case, above %d: an outage there meets a herd that many times the fleet's; "+
+						"lower max_attempts on some layers, or silence HL011 with a reason", s.Services[k].Name, amount, maxAmplification)
+			}
+		}
+		// HL012: inner timeouts not shorter than outer ones.
+		if st.DeadlinePropagation {
+			continue
+		}
+		outer := s.shortestIncoming(st)
+		for ci := range s.Services {
+			caller := &s.Services[ci]
+			for j := range caller.Calls {
+				c := &caller.Calls[j]
+				edge := EdgeStrategy(st, caller.Name, c)
+				if o := outer[ci]; o > 0 && edge.Timeout >= o {
+					add(ruleInnerTimeout, s.edgeFieldPath(st, i, ci, j, "timeout"),
+						"%s waits %s an attempt, not shorter than %s, the shortest a caller of %s waits: that caller gives up while the call below still runs; "+
+							"shorten it, set deadline_propagation, or silence HL012 with a reason",
+						EdgeKey(caller.Name, c.Service), edge.Timeout, o, caller.Name)
+				}
+			}
+		}
+	}
+}
+
+// edgePath returns the field path of the most specific layer that sets
+// strategy st's (number i) policy on call j of service ci: its edge, the
+// default, or the call's retry; the call when none does.
+func (s *Scenario) edgePath(st *Strategy, i, ci, j int) string {
+	ls := edgeLayers(st, s.Services[ci].Name, &s.Services[ci].Calls[j])
+	if len(ls) == 0 {
+		return fmt.Sprintf("services[%d].calls[%d]", ci, j)
+	}
+	if l := ls[len(ls)-1]; l.path != "" {
+		return fmt.Sprintf("strategies[%d].%s", i, l.path)
+	}
+	return fmt.Sprintf("services[%d].calls[%d].retry", ci, j)
+}
+
+// edgeFieldPath returns the field path of field key of strategy st's
+// (number i) policy on call j of service ci: in the most specific layer
+// that writes it, else the call.
+func (s *Scenario) edgeFieldPath(st *Strategy, i, ci, j int, key string) string {
+	ls := edgeLayers(st, s.Services[ci].Name, &s.Services[ci].Calls[j])
+	for _, l := range slices.Backward(ls) {
+		if !l.policy.Wrote(key) {
+			continue
+		}
+		if l.path != "" {
+			return fmt.Sprintf("strategies[%d].%s.%s", i, l.path, key)
+		}
+		return fmt.Sprintf("services[%d].calls[%d].retry.%s", ci, j, key)
+	}
+	return fmt.Sprintf("services[%d].calls[%d]", ci, j)
+}
+
+// shortestIncoming returns, for strategy st, the shortest attempt timeout
+// with which each service is called (0: not called).
+func (s *Scenario) shortestIncoming(st *Strategy) []time.Duration {
+	out := make([]time.Duration, len(s.Services))
+	out[s.TargetIndex()] = st.Timeout
+	for _, caller := range s.Services {
+		for j := range caller.Calls {
+			c := &caller.Calls[j]
+			if k := s.ServiceIndex(c.Service); k >= 0 {
+				t := EdgeStrategy(st, caller.Name, c).Timeout
+				if out[k] == 0 || t < out[k] {
+					out[k] = t
+				}
+			}
+		}
+	}
+	return out
 }

@@ -40,6 +40,29 @@ type lintStep struct {
 	want     []string
 }
 
+// graphStep is a row of a graph rule's step table: a whole scenario.
+type graphStep struct {
+	name string
+	file string
+	want []string
+}
+
+// graphYAML is a chain a -> b -> c called by the fleet, with the
+// strategy's lines from line 9 (strategies[0] at 8:5) and the calls'
+// fields of a and b given.
+func graphYAML(aCall, bCall string, strategy ...string) string {
+	return fmt.Sprintf(`services:
+  - {name: a, calls: [{service: b%s}]}
+  - {name: b, calls: [{service: c%s}]}
+  - {name: c}
+workload: {requests: 10}
+network: {latency: 1ms}
+strategies:
+  - name: s
+    %s
+`, aCall, bCall, strings.Join(strategy, "\n    "))
+}
+
 // One burst request: no fleet, so HL001 and HL002 stay quiet.
 const oneRequest = "{requests: 1}"
 
@@ -198,6 +221,41 @@ var lintSteps = map[string][]lintStep{
 	},
 }
 
+// graphLintSteps holds the step tables of the rules for graphs.
+var graphLintSteps = map[string][]graphStep{
+	"HL010": {
+		{"the fleet and every edge retry, no budget", graphYAML(", retry: {max_attempts: 3, timeout: 1s}", ", retry: {max_attempts: 3, timeout: 500ms}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 3", "timeout: 2s"),
+			[]string{"HL010 services[0].calls[0].retry 2:43"}},
+		{"edge only", graphYAML(", retry: {timeout: 1s}", ", retry: {timeout: 500ms}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 3", "timeout: 2s"), nil},
+		{"every layer with budgets", graphYAML(", retry: {max_attempts: 3, timeout: 1s, budget: {kind: tokens}}", ", retry: {max_attempts: 3, timeout: 500ms, budget: {kind: tokens}}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 3", "timeout: 2s", "budget: {kind: tokens}"), nil},
+		{"edges set by the strategy", graphYAML(", retry: {timeout: 1s}", ", retry: {timeout: 500ms}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 1", "timeout: 2s", "edges: {a->b: {max_attempts: 2}, b->c: {max_attempts: 2}}"),
+			[]string{"HL010 strategies[0].edges.a->b 12:19"}},
+	},
+	"HL011": {
+		{"5 x 5 x 5 = 125 attempts at c", graphYAML(", retry: {max_attempts: 5, timeout: 1s, budget: {kind: tokens}}", ", retry: {max_attempts: 5, timeout: 500ms, budget: {kind: tokens}}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 5", "timeout: 2s", "budget: {kind: tokens}"),
+			[]string{"HL011 strategies[0] 8:5"}},
+		{"4 x 4 x 4 = 64", graphYAML(", retry: {max_attempts: 4, timeout: 1s, budget: {kind: tokens}}", ", retry: {max_attempts: 4, timeout: 500ms, budget: {kind: tokens}}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 4", "timeout: 2s", "budget: {kind: tokens}"), nil},
+		{"4 x 4 x (4 x fan-out 2) = 128", graphYAML(", retry: {max_attempts: 4, timeout: 1s, budget: {kind: tokens}}", ", fanout: 2, retry: {max_attempts: 4, timeout: 500ms, budget: {kind: tokens}}",
+			"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 4", "timeout: 2s", "budget: {kind: tokens}"),
+			[]string{"HL011 strategies[0] 8:5"}},
+	},
+	"HL012": {
+		{"b->c as long as a->b", graphYAML(", retry: {timeout: 1s}", ", retry: {timeout: 1s}",
+			"backoff: {kind: none}", "max_attempts: 1", "timeout: 2s"),
+			[]string{"HL012 services[1].calls[0].retry.timeout 3:53"}},
+		{"shorter inside", graphYAML(", retry: {timeout: 1s}", ", retry: {timeout: 900ms}",
+			"backoff: {kind: none}", "max_attempts: 1", "timeout: 2s"), nil},
+		{"with deadline propagation", graphYAML(", retry: {timeout: 1s}", ", retry: {timeout: 1s}",
+			"backoff: {kind: none}", "max_attempts: 1", "timeout: 2s", "deadline_propagation: true"), nil},
+	},
+}
+
 // TestLintRuleSteps runs each rule's step table, asserting the rule ids,
 // paths and positions of every finding.
 func TestLintRuleSteps(t *testing.T) {
@@ -213,6 +271,28 @@ func TestLintRuleSteps(t *testing.T) {
 						assert.Equal(t, "x.yaml", f.File)
 						assert.Empty(t, f.Silenced)
 						assert.NotEmpty(t, f.Msg)
+					}
+					assert.Equal(t, tt.want, got)
+				})
+			}
+		})
+	}
+}
+
+// TestGraphLintRuleSteps runs the graph rules' step tables.
+func TestGraphLintRuleSteps(t *testing.T) {
+	for _, table := range slices.Sorted(mapKeys(graphLintSteps)) {
+		t.Run(table, func(t *testing.T) {
+			for _, tt := range graphLintSteps[table] {
+				t.Run(tt.name, func(t *testing.T) {
+					s, err := Parse("x.yaml", []byte(tt.file))
+					require.NoError(t, err, tt.file)
+					var got []string
+					for _, f := range Lint(s) {
+						if f.Rule.ID == table {
+							got = append(got, fmt.Sprintf("%s %s %d:%d", f.Rule.ID, f.Path, f.Line, f.Col))
+							assert.NotEmpty(t, f.Msg)
+						}
 					}
 					assert.Equal(t, tt.want, got)
 				})
@@ -242,6 +322,13 @@ func TestLintRules(t *testing.T) {
 			}
 		}
 	}
+	for _, steps := range graphLintSteps {
+		for _, st := range steps {
+			for _, w := range st.want {
+				fires[strings.Fields(w)[0]] = true
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for i, r := range LintRules {
 		assert.Regexp(t, idRE, r.ID)
@@ -253,9 +340,9 @@ func TestLintRules(t *testing.T) {
 			assert.Less(t, LintRules[i-1].ID, r.ID, "LintRules is in id order")
 		}
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
-		assert.NotEmpty(t, lintSteps[r.ID], "%s has a step table", r.ID)
+		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 9)
+	assert.Len(t, LintRules, 12)
 }
 
 func TestLintMessages(t *testing.T) {
@@ -466,7 +553,7 @@ func FuzzLint(f *testing.F) {
 		for _, fd := range Lint(s) {
 			require.Positive(t, fd.Line)
 			require.NotEmpty(t, fd.Msg)
-			require.True(t, strings.HasPrefix(fd.Path, "strategies["), fd.Path)
+			require.True(t, strings.HasPrefix(fd.Path, "strategies[") || strings.HasPrefix(fd.Path, "services["), fd.Path)
 		}
 	})
 }

@@ -26,7 +26,8 @@ type Needs struct {
 	AtOnce   int     // runs in progress at once
 	Rows     int64   // rows of timeseries.csv
 
-	perRun []need // what makes up PerRun, largest first
+	perRun  []need // what makes up PerRun, largest first
+	tooMany string // a graph's worst case beyond the event budget, if it is
 }
 
 // need is one part of a run's memory, and the scenario field it grows
@@ -92,6 +93,10 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	if sc.Workload.Arrival.Kind == scenarios.Poisson && sc.Workload.Requests == 0 {
 		growth = 2 // slices grow by appending, up to twice the count
 	}
+	if sc.Graph() {
+		estimateGraph(sc, &n, reqs, growth, opts.MaxEvents)
+		return n.total()
+	}
 	perReq := int64(unsafe.Sizeof(request{})) + eventsPerReq*eventBytes + 4 // + its place in the dead-letter queue
 	var extras []string
 	anyBreaker, anySenders := false, false
@@ -138,11 +143,16 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		n.perRun = append(n.perRun, need{"workload.senders", int64(sc.Workload.Senders) * senderBytes,
 			fmt.Sprintf("%s senders x %s", results.Count(float64(sc.Workload.Senders)), results.Bytes(senderBytes))})
 	}
+	return n.total()
+}
+
+// total sums the parts of a run's memory, and sorts them largest first
+// for the message.
+func (n Needs) total() Needs {
 	n.PerRun = eventListBytes
 	for _, p := range n.perRun {
 		n.PerRun += p.bytes
 	}
-	// Largest first, for the message.
 	slices.SortStableFunc(n.perRun, func(a, b need) int { return cmp.Compare(b.bytes, a.bytes) })
 	return n
 }
@@ -223,6 +233,10 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool) error {
 		_, path := requestsOf(sc)
 		return fail(path, "a run would make about %s requests, more than the most herdlab counts (%s)",
 			results.Count(math.Round(n.Requests)), results.Count(scenarios.MaxCount))
+	}
+	if n.tooMany != "" {
+		_, path := requestsOf(sc)
+		return fail(path, "%s", n.tooMany)
 	}
 	if n.Rows > MaxRows {
 		buckets := n.Rows / int64(n.Runs)

@@ -244,3 +244,22 @@ func TestRandomGraphsConserveAndRepeat(t *testing.T) {
 		require.Equal(t, s1.String(), s2.String())
 	}
 }
+
+// TestWorstCaseBeyondTheBudgetIsRefused: a graph whose worst case (every
+// attempt failing, at every layer) needs more events than a run's budget
+// is refused before it runs, with the product shown.
+func TestWorstCaseBeyondTheBudgetIsRefused(t *testing.T) {
+	sc, err := scenarios.Parse("big.yaml", []byte(chain(1_000_000, 10, "concurrency: 10")))
+	require.NoError(t, err)
+	_, err = Fit(sc, Options{}, 0)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "big.yaml:")
+	assert.Contains(t, err.Error(), "workload.requests: strategy every-layer: 1,000,000 requests x a worst-case amplification of 1,110 attempts each (top 10, mid 100, bottom 1,000)")
+	// A budget that covers it lets it run; fewer attempts too.
+	_, err = Fit(sc, Options{MaxEvents: 4e9}, 0)
+	assert.NoError(t, err)
+	sc, err = scenarios.Parse("big.yaml", []byte(chain(1_000_000, 4, "concurrency: 10")))
+	require.NoError(t, err)
+	_, err = Fit(sc, Options{}, 0)
+	assert.NoError(t, err)
+}

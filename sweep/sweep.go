@@ -174,10 +174,11 @@ func (p *Plan) point(i int) (*scenarios.Scenario, error) {
 
 // Fit returns how many units may run at once, at most parallel (0:
 // GOMAXPROCS), for the sweep's runs to fit in limit bytes (0: no limit),
-// going by the point whose run needs the most; an error, naming the
+// going by the point whose run needs the most, with maxEvents the event
+// budget of a run (0: the default); an error, naming the
 // field, when one unit at a time does not fit.
-func (p *Plan) Fit(parallel int, limit int64) (int, error) {
-	n, err := sim.FitUnits(p.worst, sim.Options{Strategies: p.only, Parallel: parallel}, limit)
+func (p *Plan) Fit(parallel int, limit, maxEvents int64) (int, error) {
+	n, err := sim.FitUnits(p.worst, sim.Options{Strategies: p.only, Parallel: parallel, MaxEvents: maxEvents}, limit)
 	if err != nil {
 		return 0, fmt.Errorf("at the point that needs the most memory: %w", err)
 	}
@@ -341,7 +342,7 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		opts.Progress(prog)
 	}
 
-	parallel, err := p.Fit(opts.Parallel, opts.MaxMemory)
+	parallel, err := p.Fit(opts.Parallel, opts.MaxMemory, opts.MaxEvents)
 	if err != nil {
 		return st, err
 	}

@@ -75,7 +75,11 @@ func (l limits) fit(c *cli, loaded []*scenarios.Scenario, opts sim.Options) bool
 	ok := true
 	for _, sc := range loaded {
 		if _, err := sim.Fit(sc, l.options(opts), l.memory); err != nil {
-			fmt.Fprintf(c.stderr, "%v%s\n", err, l.note())
+			note := ""
+			if strings.Contains(err.Error(), "--max-memory") {
+				note = l.note()
+			}
+			fmt.Fprintf(c.stderr, "%v%s\n", err, note)
 			ok = false
 		}
 	}

@@ -135,7 +135,7 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		return fail("%s: %v", sc.File(), err)
 	}
 	parallel, _ := fs.GetInt("parallel")
-	if _, err := plan.Fit(parallel, lim.memory); err != nil {
+	if _, err := plan.Fit(parallel, lim.memory, lim.events); err != nil {
 		return fail("%v%s", err, lim.note())
 	}
 
