@@ -16,16 +16,19 @@ type ServiceRun struct {
 	Name    string
 	Replica int // the replica's number, -1 for the whole service
 
-	Attempts        int64 // attempts that reached the service
-	OK              int64 // of those, the ones whose caller saw a success
-	Rejected        int64 // answered 503: the queue was full, or shed
-	Throttled       int64 // answered 429 by the rate limit
-	Processed       int64 // local work done to completion
-	Duplicates      int64 // local work for a call beyond its first
-	Wasted          int64 // local work whose caller had given up
-	LateWork        int64 // local work done after the fleet's deadline above it
-	DeadlineDropped int64 // work dropped (queued or cut short) because its propagated deadline passed
-	Lost            int64 // answers lost on the way back
+	Attempts        int64         // attempts that reached the service
+	OK              int64         // of those, the ones whose caller saw a success
+	Rejected        int64         // answered 503: the queue was full, or shed
+	Throttled       int64         // answered 429 by the rate limit
+	Processed       int64         // local work done to completion
+	Duplicates      int64         // local work for a call beyond its first
+	Wasted          int64         // local work whose caller had given up
+	LateWork        int64         // local work done after the fleet's deadline above it
+	DeadlineDropped int64         // work dropped (queued or cut short) because its propagated deadline passed
+	Lost            int64         // answers lost on the way back
+	Shed            int64         // taken from the queue and answered 503: waited past the shed bound, or dropped by CoDel
+	Started         int64         // jobs that got a slot
+	QueueWait       time.Duration // their waits in the queue, summed
 
 	Series   []Bucket // Attempts, OK, NotOK, Rejected, Throttled, Queue, InFlight, QueueMax, QueueMean
 	Replicas []*ServiceRun
@@ -41,26 +44,30 @@ type ServiceRun struct {
 // or the means over runs. Amplification is the service's attempts per
 // fleet request.
 type ServiceFigures struct {
-	Name            string           `json:"name"`
-	Replica         *int             `json:"replica,omitempty"`
-	Attempts        float64          `json:"attempts"`
-	Delivered       float64          `json:"delivered"`
-	Rejected        float64          `json:"rejected"`
-	Throttled       float64          `json:"throttled"`
-	PeakLoad        float64          `json:"peak_load"`
-	PeakLoadRatio   *float64         `json:"peak_load_ratio"`
-	PeakAtS         float64          `json:"peak_at_s"`
-	PeakLoadOverall float64          `json:"peak_load_overall"`
-	RecoveryTimeS   *float64         `json:"recovery_time_s"`
-	RecoveredRuns   int              `json:"recovered_runs"`
-	Processed       float64          `json:"processed"`
-	Duplicates      float64          `json:"duplicates"`
-	Wasted          float64          `json:"wasted_work"`
-	LateWork        float64          `json:"late_work"`
-	DeadlineDropped float64          `json:"deadline_dropped"`
-	Lost            float64          `json:"responses_lost"`
-	Amplification   float64          `json:"amplification"`
-	Replicas        []ServiceFigures `json:"replicas,omitempty"`
+	Name            string   `json:"name"`
+	Replica         *int     `json:"replica,omitempty"`
+	Attempts        float64  `json:"attempts"`
+	Delivered       float64  `json:"delivered"`
+	Rejected        float64  `json:"rejected"`
+	Throttled       float64  `json:"throttled"`
+	PeakLoad        float64  `json:"peak_load"`
+	PeakLoadRatio   *float64 `json:"peak_load_ratio"`
+	PeakAtS         float64  `json:"peak_at_s"`
+	PeakLoadOverall float64  `json:"peak_load_overall"`
+	RecoveryTimeS   *float64 `json:"recovery_time_s"`
+	RecoveredRuns   int      `json:"recovered_runs"`
+	Processed       float64  `json:"processed"`
+	Duplicates      float64  `json:"duplicates"`
+	Wasted          float64  `json:"wasted_work"`
+	LateWork        float64  `json:"late_work"`
+	DeadlineDropped float64  `json:"deadline_dropped"`
+	Lost            float64  `json:"responses_lost"`
+	Shed            float64  `json:"shed"`
+	// QueueDelayS is the mean wait in the queue of the requests that got
+	// a slot (0 for those that got one at once).
+	QueueDelayS   float64          `json:"queue_delay_s"`
+	Amplification float64          `json:"amplification"`
+	Replicas      []ServiceFigures `json:"replicas,omitempty"`
 }
 
 // Figures computes the figures of the service in one run with requests
@@ -78,6 +85,10 @@ func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64
 		LateWork:        float64(s.LateWork),
 		DeadlineDropped: float64(s.DeadlineDropped),
 		Lost:            float64(s.Lost),
+		Shed:            float64(s.Shed),
+	}
+	if s.Started > 0 {
+		f.QueueDelayS = s.QueueWait.Seconds() / float64(s.Started)
 	}
 	if s.Replica >= 0 {
 		r := s.Replica
@@ -133,6 +144,8 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 		m.LateWork += f.LateWork / n
 		m.DeadlineDropped += f.DeadlineDropped / n
 		m.Lost += f.Lost / n
+		m.Shed += f.Shed / n
+		m.QueueDelayS += f.QueueDelayS / n
 		m.Amplification += f.Amplification / n
 		m.RecoveredRuns += f.RecoveredRuns
 		if f.RecoveryTimeS != nil {

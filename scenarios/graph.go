@@ -29,8 +29,17 @@ type Service struct {
 	// power-of-two-choices (the better of two replicas drawn at random).
 	Balancer string `yaml:"balancer"`
 	// QueueDiscipline is the order in which queued requests are served:
-	// fifo (the default) or lifo (the newest first).
+	// fifo (the default), lifo (the newest first), adaptive-lifo (FIFO
+	// until the queue is congested, then LIFO) or codel (FIFO, answering
+	// 503 to requests that waited too long while the queue is standing).
 	QueueDiscipline string `yaml:"queue_discipline"`
+	// AdaptiveLIFO says when an adaptive-lifo queue is congested.
+	AdaptiveLIFO AdaptiveLIFO `yaml:"adaptive_lifo"`
+	// CoDel is the codel queue's target and interval.
+	CoDel CoDel `yaml:"codel"`
+	// Shed, when set, answers 503 to a request taken from the queue after
+	// waiting longer than its bound, instead of serving it.
+	Shed *Shed `yaml:"shed"`
 	// Calls are made, in order, while serving one request; the slot is
 	// held meanwhile.
 	Calls []Call `yaml:"calls"`
@@ -46,9 +55,34 @@ const (
 
 // The queue disciplines.
 const (
-	FIFO = "fifo"
-	LIFO = "lifo"
+	FIFO              = "fifo"
+	LIFO              = "lifo"
+	AdaptiveLIFOQueue = "adaptive-lifo"
+	CoDelQueue        = "codel"
 )
+
+// AdaptiveLIFO is when an adaptive-lifo queue switches to LIFO: while the
+// oldest request in it has waited longer than Congested (default 100ms,
+// as Facebook's "Fail at Scale" does with CoDel's interval).
+type AdaptiveLIFO struct {
+	Congested time.Duration `yaml:"congested"`
+}
+
+// CoDel is the controlled-delay queue of RPC servers (folly's Codel, as
+// Facebook's "Fail at Scale" describes it): at the end of each Interval
+// (default 100ms) the queue is overloaded when the least queueing delay
+// seen in it exceeded Target (default 5ms); while it is, a request that
+// waited more than twice the target is answered 503 rather than served.
+type CoDel struct {
+	Target   time.Duration `yaml:"target"`
+	Interval time.Duration `yaml:"interval"`
+}
+
+// Shed answers 503 to a request that waited in the queue longer than
+// QueueDelay, instead of serving it.
+type Shed struct {
+	QueueDelay time.Duration `yaml:"queue_delay"`
+}
 
 // MaxReplicas bounds a service's replicas.
 const MaxReplicas = 10_000
@@ -58,6 +92,8 @@ func (s *Service) setDefaults() {
 	s.Replicas = 1
 	s.Balancer = RoundRobin
 	s.QueueDiscipline = FIFO
+	s.AdaptiveLIFO.Congested = 100 * time.Millisecond
+	s.CoDel = CoDel{Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond}
 }
 
 // Capacity returns the service's capacity in requests per second, all
@@ -325,7 +361,16 @@ func (s *Scenario) validateGraph(p *problems) {
 		svc.Server.validate(p, path, max(svc.Replicas, 1))
 		svc.Server.validateHorizon(p, path, s.Duration)
 		p.oneOf(path+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
-		p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO)
+		if p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue) {
+			p.positive(path+".adaptive_lifo.congested", svc.AdaptiveLIFO.Congested)
+			p.positive(path+".codel.target", svc.CoDel.Target)
+			if svc.CoDel.Interval <= svc.CoDel.Target {
+				p.add(path+".codel.interval", "must be longer than the target (%s), got %s", svc.CoDel.Target, svc.CoDel.Interval)
+			}
+		}
+		if svc.Shed != nil {
+			p.positive(path+".shed.queue_delay", svc.Shed.QueueDelay)
+		}
 	}
 	for i := range s.Services {
 		for j := range s.Services[i].Calls {

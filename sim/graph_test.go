@@ -263,3 +263,34 @@ func TestWorstCaseBeyondTheBudgetIsRefused(t *testing.T) {
 	_, err = Fit(sc, Options{}, 0)
 	assert.NoError(t, err)
 }
+
+// TestQueueDisciplinesUnderOverload: twice the capacity for a minute,
+// callers that give up after 1 s. FIFO serves everything after its
+// caller left; LIFO and adaptive LIFO serve the newest, whose callers
+// still wait; CoDel keeps the queueing delay near its target.
+func TestQueueDisciplinesUnderOverload(t *testing.T) {
+	const capacity, seconds = 100.0, 60.0
+	goodput := map[string]float64{}
+	delay := map[string]float64{}
+	for _, d := range []string{"fifo", "lifo", "adaptive-lifo", "codel"} {
+		_, res := runGraph(t, fmt.Sprintf(`
+duration: 3m
+services:
+  - {name: api, concurrency: 10, service_time: {dist: exponential, mean: 100ms}, queue_discipline: %s}
+network: {latency: 1ms}
+workload: {requests: 0, arrival: {kind: poisson, rate: 200, from: 0s, until: 60s}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 1s}
+`, d))
+		st := res.Summary.Strategies[0]
+		goodput[d] = st.Delivered / seconds / capacity
+		delay[d] = serviceOf(st, "api").QueueDelayS
+	}
+	t.Logf("goodput (share of capacity) %v, mean queueing delay %v", goodput, delay)
+	assert.Less(t, goodput["fifo"], 0.10)
+	assert.Greater(t, goodput["lifo"], 0.80)
+	assert.Greater(t, goodput["adaptive-lifo"], 0.80)
+	assert.Greater(t, goodput["codel"], 0.80)
+	assert.Less(t, delay["codel"], 0.05, "near the 5 ms target (fifo's is %vs)", delay["fifo"])
+	assert.Greater(t, delay["fifo"], 10.0)
+}

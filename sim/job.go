@@ -75,6 +75,7 @@ func (g *graph) atService(j int32) {
 	if waiting {
 		cl.arrived = int32(k)
 	}
+	jb.queuedAt = g.now
 	if o, down := s.outage(g.now, int(r)); down {
 		switch o.Mode {
 		case scenarios.Refuse:
@@ -161,6 +162,11 @@ func (g *graph) start(j int32) bool {
 	if same {
 		cl.flags |= flagStarted
 	}
+	wait := g.now - jb.queuedAt
+	s.count(r, func(x *results.ServiceRun) {
+		x.Started++
+		x.QueueWait += wait
+	})
 	s.replicas[r].busy++
 	s.busy++
 	jb.state = jobRunning
@@ -284,16 +290,11 @@ func (g *graph) expireJob(j int32) {
 // startQueued starts queued jobs of replica r while it has free slots,
 // in the service's queue discipline.
 func (s *service) startQueued(g *graph, r int32) {
-	rep := &s.replicas[r]
-	for rep.queue.len() > 0 && rep.busy < s.capacity(g.now, int(r)) {
-		s.queueChange(g.now, r, -1)
-		var j int32
-		if s.lifo {
-			j = rep.queue.popBack()
-		} else {
-			j = rep.queue.popFront()
+	for s.replicas[r].busy < s.capacity(g.now, int(r)) {
+		j, ok := s.take(g, r)
+		if !ok {
+			return
 		}
 		g.start(j)
-		rep = &s.replicas[r]
 	}
 }

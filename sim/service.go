@@ -20,8 +20,8 @@ type service struct {
 	slots    int     // per replica, -1 unlimited
 	limit    int     // queue per replica, -1 unlimited
 	format   strategies.RetryAfterFormat
-	lifo     bool
-	next     int // round-robin: the next replica
+	order    uint8 // the queue discipline
+	next     int   // round-robin: the next replica
 
 	stats *results.ServiceRun
 	// the service's queue (all replicas) over the current bucket
@@ -32,6 +32,16 @@ type service struct {
 	busy      int
 	ended     int64 // attempts that reached it and are over: answered, or dropped
 }
+
+// The queue disciplines.
+const (
+	fifo uint8 = iota
+	lifo
+	adaptiveLIFO
+	codel
+)
+
+var disciplines = map[string]uint8{scenarios.FIFO: fifo, scenarios.LIFO: lifo, scenarios.AdaptiveLIFOQueue: adaptiveLIFO, scenarios.CoDelQueue: codel}
 
 // step is one step of serving a request: a group of calls started
 // together (indexes into cfg.Calls), or the local work.
@@ -51,6 +61,15 @@ type replica struct {
 	queueAt     time.Duration
 	queueArea   float64
 	queueMax    int
+	codel       codelState
+}
+
+// codelState is a CoDel queue's state (see codelPop).
+type codelState struct {
+	intervalEnd time.Duration
+	minDelay    time.Duration // the least queueing delay in the interval
+	overloaded  bool
+	reset       bool // the next delay starts the interval's minimum
 }
 
 // job is one attempt at a replica: queued, then served in steps.
@@ -65,6 +84,7 @@ type job struct {
 	calls        int32 // the first of its downstream calls, -1 for none
 	deadline     time.Duration
 	outer        time.Duration // the fleet's deadline above it
+	queuedAt     time.Duration // when it reached its replica
 	state        uint8
 }
 
@@ -90,7 +110,7 @@ func newService(cfg *scenarios.Service, buckets int) service {
 		replicas: make([]replica, cfg.Replicas),
 		slots:    int(cfg.Concurrency),
 		limit:    int(cfg.Queue),
-		lifo:     cfg.QueueDiscipline == scenarios.LIFO,
+		order:    disciplines[cfg.QueueDiscipline],
 	}
 	if cfg.Concurrency.Unlimited() {
 		s.slots = -1
@@ -343,6 +363,8 @@ func (d *deque) push(j int32) {
 	d.size++
 }
 
+func (d *deque) front() int32 { return d.buf[d.head] }
+
 func (d *deque) popFront() int32 {
 	j := d.buf[d.head]
 	d.head = (d.head + 1) % len(d.buf)
@@ -353,4 +375,90 @@ func (d *deque) popFront() int32 {
 func (d *deque) popBack() int32 {
 	d.size--
 	return d.buf[(d.head+d.size)%len(d.buf)]
+}
+
+// take returns the next queued job of replica r to start now, in the
+// service's discipline, shedding (503) on the way the jobs its shed bound
+// or CoDel drops; false when none is left.
+func (s *service) take(g *graph, r int32) (int32, bool) {
+	for {
+		j, ok := s.pop(g, r)
+		if !ok {
+			return 0, false
+		}
+		if sh := s.cfg.Shed; sh != nil && g.now-g.jobs[j].queuedAt > sh.QueueDelay {
+			s.shed(g, j)
+			continue
+		}
+		return j, true
+	}
+}
+
+// pop takes the next job off replica r's queue by the discipline.
+func (s *service) pop(g *graph, r int32) (int32, bool) {
+	rep := &s.replicas[r]
+	if rep.queue.len() == 0 {
+		return 0, false
+	}
+	switch s.order {
+	case lifo:
+		s.queueChange(g.now, r, -1)
+		return rep.queue.popBack(), true
+	case adaptiveLIFO:
+		s.queueChange(g.now, r, -1)
+		if g.now-g.jobs[rep.queue.front()].queuedAt > s.cfg.AdaptiveLIFO.Congested {
+			return rep.queue.popBack(), true
+		}
+		return rep.queue.popFront(), true
+	case codel:
+		return s.codelPop(g, r)
+	}
+	s.queueChange(g.now, r, -1)
+	return rep.queue.popFront(), true
+}
+
+// codelPop takes the job at the head of replica r's queue, dropping
+// (503) on the way those CoDel sloughs off. This is the CoDel of RPC
+// servers (folly's executors/Codel, which Facebook's "Fail at Scale"
+// describes), not the packet CoDel of RFC 8289, whose ever closer drops
+// do not hold back traffic that does not slow down when dropped: at the
+// end of each interval the queue is overloaded when the least queueing
+// delay seen in it exceeded target; while overloaded, a request that
+// waited more than twice the target is dropped rather than served.
+func (s *service) codelPop(g *graph, r int32) (int32, bool) {
+	rep := &s.replicas[r]
+	c := &rep.codel
+	target := s.cfg.CoDel.Target
+	for rep.queue.len() > 0 {
+		s.queueChange(g.now, r, -1)
+		j := rep.queue.popFront()
+		delay := g.now - g.jobs[j].queuedAt
+		if g.now > c.intervalEnd && !c.reset {
+			c.intervalEnd = g.now + s.cfg.CoDel.Interval
+			c.overloaded = c.minDelay > target
+			c.reset = true
+		}
+		if c.reset {
+			// The first delay of an interval starts its minimum, and is
+			// not dropped: more than one request must come in an
+			// interval before CoDel drops.
+			c.reset = false
+			c.minDelay = delay
+			return j, true
+		}
+		c.minDelay = min(c.minDelay, delay)
+		if c.overloaded && delay > 2*target {
+			s.shed(g, j)
+			continue
+		}
+		return j, true
+	}
+	return 0, false
+}
+
+// shed answers queued job j with a 503 instead of serving it.
+func (s *service) shed(g *graph, j int32) {
+	jb := &g.jobs[j]
+	s.count(jb.replica, func(x *results.ServiceRun) { x.Shed++ })
+	g.answer(j, strategies.ServerError)
 }
