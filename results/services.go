@@ -30,14 +30,24 @@ type ServiceRun struct {
 	Started         int64         // jobs that got a slot
 	QueueWait       time.Duration // their waits in the queue, summed
 
-	Series   []Bucket // Attempts, OK, NotOK, Rejected, Throttled, Queue, InFlight, QueueMax, QueueMean
-	Replicas []*ServiceRun
+	Series []Bucket // Attempts, OK, NotOK, Rejected, Throttled, Queue, InFlight, QueueMax, QueueMean
+	// Cache is, with a cache in front of the service, its lookups and
+	// hits per bucket; CacheLookups and CacheHits their sums.
+	Cache        []CacheBucket
+	CacheLookups int64
+	CacheHits    int64
+	Replicas     []*ServiceRun
 
 	// Capacity is the service's (or replica's) capacity in requests per
 	// second; Concurrency its slots (0 unlimited): the recovery rule's
 	// slack.
 	Capacity    float64
 	Concurrency int
+}
+
+// CacheBucket is a cache's lookups and hits in one bucket.
+type CacheBucket struct {
+	Lookups, Hits int64
 }
 
 // ServiceFigures are the figures of one service of a graph: of one run,
@@ -65,7 +75,10 @@ type ServiceFigures struct {
 	Shed            float64  `json:"shed"`
 	// QueueDelayS is the mean wait in the queue of the requests that got
 	// a slot (0 for those that got one at once).
-	QueueDelayS   float64          `json:"queue_delay_s"`
+	QueueDelayS float64 `json:"queue_delay_s"`
+	// CacheHitRatio is the hits over the lookups of the cache in front
+	// of the service; nil without a cache (or a lookup).
+	CacheHitRatio *float64         `json:"cache_hit_ratio,omitempty"`
 	Amplification float64          `json:"amplification"`
 	Replicas      []ServiceFigures `json:"replicas,omitempty"`
 }
@@ -89,6 +102,9 @@ func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64
 	}
 	if s.Started > 0 {
 		f.QueueDelayS = s.QueueWait.Seconds() / float64(s.Started)
+	}
+	if s.CacheLookups > 0 {
+		f.CacheHitRatio = ptr(float64(s.CacheHits) / float64(s.CacheLookups))
 	}
 	if s.Replica >= 0 {
 		r := s.Replica
@@ -128,8 +144,8 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 	}
 	n := float64(len(runs))
 	m := ServiceFigures{Name: runs[0].Name, Replica: runs[0].Replica}
-	var recovery, ratio float64
-	ratios := 0
+	var recovery, ratio, hit float64
+	ratios, hits := 0, 0
 	for _, f := range runs {
 		m.Attempts += f.Attempts / n
 		m.Delivered += f.Delivered / n
@@ -155,12 +171,19 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 			ratio += *f.PeakLoadRatio
 			ratios++
 		}
+		if f.CacheHitRatio != nil {
+			hit += *f.CacheHitRatio
+			hits++
+		}
 	}
 	if m.RecoveredRuns > 0 {
 		m.RecoveryTimeS = ptr(recovery / float64(m.RecoveredRuns))
 	}
 	if ratios == len(runs) {
 		m.PeakLoadRatio = ptr(ratio / n)
+	}
+	if hits > 0 {
+		m.CacheHitRatio = ptr(hit / float64(hits))
 	}
 	for k := range runs[0].Replicas {
 		per := make([]ServiceFigures, len(runs))
@@ -173,7 +196,7 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 }
 
 // ServicesHeader is the header of services.csv.
-const ServicesHeader = "strategy,run,service,replica,t,attempts,ok,not_ok,rejected,throttled,queue,in_flight,queue_max,queue_mean\n"
+const ServicesHeader = "strategy,run,service,replica,t,attempts,ok,not_ok,rejected,throttled,queue,in_flight,queue_max,queue_mean,cache_lookups,cache_hits\n"
 
 // WriteServices writes services.csv: per strategy, run, service (and
 // replica: "all" for the whole service) and bucket, the service's time
@@ -189,8 +212,12 @@ func WriteServices(w io.Writer, bucket time.Duration, runs []*Run) error {
 					replica = strconv.Itoa(x.Replica)
 				}
 				for i, k := range x.Series {
-					b = fmt.Appendf(b, "%s,%d,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%s\n", r.Strategy, r.Run, s.Name, replica,
-						Decimal((time.Duration(i) * bucket).Seconds()), k.Attempts, k.OK, k.NotOK, k.Rejected, k.Throttled, k.Queue, k.InFlight, k.QueueMax, Decimal(k.QueueMean))
+					var c CacheBucket
+					if i < len(x.Cache) {
+						c = x.Cache[i]
+					}
+					b = fmt.Appendf(b, "%s,%d,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%d,%s,%d,%d\n", r.Strategy, r.Run, s.Name, replica,
+						Decimal((time.Duration(i) * bucket).Seconds()), k.Attempts, k.OK, k.NotOK, k.Rejected, k.Throttled, k.Queue, k.InFlight, k.QueueMax, Decimal(k.QueueMean), c.Lookups, c.Hits)
 				}
 				if len(b) > 1<<20 {
 					if _, err := w.Write(b); err != nil {

@@ -43,6 +43,71 @@ type Service struct {
 	// Calls are made, in order, while serving one request; the slot is
 	// held meanwhile.
 	Calls []Call `yaml:"calls"`
+	// Cache, when set, is a look-aside cache in front of the service:
+	// its callers look a key up first and call the service on a miss.
+	Cache *Cache `yaml:"cache"`
+}
+
+// Cache is a look-aside cache in front of a service. Each call is for a
+// key, drawn uniformly from Keys; a lookup hits when the key is held and
+// has not expired; a miss goes to the service, and its success fills the
+// key (fill on-success, the only fill: a failed read caches nothing).
+// When full, a fill evicts a key at random, which with uniform keys hits
+// as often as LRU: Capacity / Keys. The cache starts full (warm).
+type Cache struct {
+	// HitRatio is the warm cache's hit ratio: Capacity = HitRatio x Keys.
+	HitRatio float64 `yaml:"hit_ratio"`
+	// Keys is the key population; default 10,000.
+	Keys int `yaml:"keys"`
+	// Capacity is how many keys the cache holds; set it or HitRatio.
+	Capacity int `yaml:"capacity"`
+	// TTL is how long an entry lives; 0 (the default) means until evicted.
+	TTL time.Duration `yaml:"ttl"`
+	// Fill is when a key is cached: on-success (the default and only
+	// value: a read that failed caches nothing).
+	Fill string `yaml:"fill"`
+}
+
+// MaxCacheKeys bounds a cache's key population.
+const MaxCacheKeys = 10_000_000
+
+// OnSuccess is the cache fill on a successful read.
+const OnSuccess = "on-success"
+
+func (c *Cache) setDefaults() {
+	c.Keys = 10_000
+	c.Fill = OnSuccess
+}
+
+// Entries returns how many keys the cache holds when full.
+func (c *Cache) Entries() int {
+	if c.Capacity > 0 {
+		return c.Capacity
+	}
+	return int(math.Round(c.HitRatio * float64(c.Keys)))
+}
+
+func (c *Cache) validate(p *problems, path string) {
+	switch {
+	case c.HitRatio != 0 && c.Capacity != 0:
+		p.add(path+".capacity", "set capacity or hit_ratio, not both (hit_ratio %v means capacity %d of %d keys)", c.HitRatio, int(math.Round(c.HitRatio*float64(c.Keys))), c.Keys)
+	case c.HitRatio == 0 && c.Capacity == 0:
+		p.add(path, "set hit_ratio (of the warm cache) or capacity (entries out of keys)")
+	case c.HitRatio < 0 || c.HitRatio >= 1:
+		p.add(path+".hit_ratio", "must be in (0,1), got %v", c.HitRatio)
+	}
+	switch {
+	case c.Keys < 1:
+		p.add(path+".keys", "must be >= 1, got %d", c.Keys)
+	case c.Keys > MaxCacheKeys:
+		p.add(path+".keys", "%d keys is too many (at most %d)", c.Keys, MaxCacheKeys)
+	case c.Capacity < 0 || c.Capacity > c.Keys:
+		p.add(path+".capacity", "must be between 1 and keys (%d), got %d", c.Keys, c.Capacity)
+	case c.HitRatio > 0 && c.Entries() < 1:
+		p.add(path+".hit_ratio", "%v of %d keys holds no key: raise it or keys", c.HitRatio, c.Keys)
+	}
+	p.nonNegative(path+".ttl", c.TTL)
+	p.oneOf(path+".fill", c.Fill, OnSuccess)
 }
 
 // The load balancers.
@@ -358,7 +423,10 @@ func (s *Scenario) validateGraph(p *problems) {
 		case svc.Replicas > MaxReplicas:
 			p.add(path+".replicas", "%d replicas is too many (at most %d)", svc.Replicas, MaxReplicas)
 		}
-		svc.Server.validate(p, path, max(svc.Replicas, 1))
+		svc.Server.validate(p, path, max(svc.Replicas, 1), svc.Cache != nil)
+		if c := svc.Cache; c != nil {
+			c.validate(p, path+".cache")
+		}
 		svc.Server.validateHorizon(p, path, s.Duration)
 		p.oneOf(path+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
 		if p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue) {
@@ -375,6 +443,17 @@ func (s *Scenario) validateGraph(p *problems) {
 	for i := range s.Services {
 		for j := range s.Services[i].Calls {
 			s.validateCall(p, i, j, names)
+		}
+	}
+	called := map[string]bool{}
+	for _, svc := range s.Services {
+		for _, c := range svc.Calls {
+			called[c.Service] = true
+		}
+	}
+	for i, svc := range s.Services {
+		if svc.Cache != nil && !called[svc.Name] && i != s.TargetIndex() {
+			p.add(fmt.Sprintf("services[%d].cache", i), "a cache in front of nothing: neither the fleet nor any service calls %s", svc.Name)
 		}
 	}
 	if t := s.Workload.Target; t != "" {

@@ -248,6 +248,10 @@ const (
 	Refuse      = "refuse"
 	TimeoutMode = "timeout"
 	ErrorMode   = "error"
+	// FlushMode, for a service with a cache, empties the cache: it
+	// answers no lookup and takes no fill during the outage, and comes
+	// back empty; the service itself keeps serving.
+	FlushMode = "flush"
 )
 
 // Warmup is a capacity ramp after each outage: capacity starts at From

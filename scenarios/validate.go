@@ -134,7 +134,7 @@ func (s *Scenario) Validate() error {
 		p.add("bucket", "%s makes %d buckets over %s; at most %d: use a wider bucket", s.Bucket, (s.Duration+s.Bucket-1)/s.Bucket, s.Duration, MaxBuckets)
 	}
 	if s.Services == nil {
-		s.Server.validate(&p, "server", 1)
+		s.Server.validate(&p, "server", 1, false)
 		s.Server.validateHorizon(&p, "server", s.Duration)
 	} else {
 		s.validateGraph(&p)
@@ -197,7 +197,7 @@ func (s *Scenario) Validate() error {
 
 // validate checks a server, or a service's server model, at path (server
 // or services[i]) with its replicas.
-func (s *Server) validate(p *problems, path string, replicas int) {
+func (s *Server) validate(p *problems, path string, replicas int, cache bool) {
 	if s.Model != "" && !p.oneOf(path+".model", s.Model, ModelQueue, ModelOCC) || s.Model == ModelOCC {
 		return
 	}
@@ -214,7 +214,14 @@ func (s *Server) validate(p *problems, path string, replicas int) {
 		path := fmt.Sprintf("%s.outages[%d]", path, i)
 		p.nonNegative(path+".start", o.Start)
 		p.positive(path+".duration", o.Duration)
-		p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode)
+		switch {
+		case o.Mode == FlushMode && !cache:
+			p.add(path+".mode", "flush empties a cache, and %s has none: give the service a cache, or use refuse, timeout or error", strings.TrimSuffix(path, fmt.Sprintf(".outages[%d]", i)))
+		case o.Mode == FlushMode && o.Replicas != nil:
+			p.add(path+".replicas", "a flush empties the service's one cache, shared by its replicas: leave replicas out")
+		case o.Mode != FlushMode:
+			p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode, FlushMode)
+		}
 		o.validateReplicas(p, path, replicas)
 		if i > 0 && o.Start < s.Outages[i-1].End() && o.overlaps(s.Outages[i-1]) {
 			p.add(path+".start", "%s is before the end of the previous outage (%s): list outages in order, without overlap", o.Start, s.Outages[i-1].End())

@@ -55,6 +55,7 @@ type call struct {
 	replica  int32 // the replica of the attempt in flight
 	arrived  int32 // the bucket in which the attempt in flight reached its service, -1 if it has not
 	hint     uint32
+	key      int32 // the key it reads, with a cache in front of its service; -1 without
 	slot     int16 // its call's tally in the job's step
 	state    uint8
 	reason   strategies.Reason
@@ -77,7 +78,8 @@ func (g *graph) newCall(e int32, j int32, slot int) int32 {
 	jb := &g.jobs[j]
 	cl := &g.calls[c]
 	*cl = call{tag: cl.tag, id: g.nextID(), job: j, edge: e, slot: int16(slot), created: g.now,
-		deadline: jb.deadline, outer: jb.outer, sibling: jb.calls, sender: jb.replica, arrived: -1, state: stWaiting}
+		deadline: jb.deadline, outer: jb.outer, sibling: jb.calls, sender: jb.replica, arrived: -1, state: stWaiting,
+		key: g.key(g.edges[e].callee)}
 	jb.calls = c
 	return c
 }
@@ -95,6 +97,9 @@ func (g *graph) try(c int32) {
 	e := &g.edges[cl.edge]
 	if g.propagate && g.now >= cl.deadline {
 		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
+		return
+	}
+	if s := &g.services[e.callee]; s.cache != nil && g.lookup(s, c) {
 		return
 	}
 	permit, d, ok := e.policy.Begin(e.sender(cl.sender), &cl.retry, g.now, g.rRetry)
@@ -129,6 +134,38 @@ func (g *graph) try(c int32) {
 	}
 }
 
+// key draws the key of a call to service svc: -1 when no cache fronts
+// it.
+func (g *graph) key(svc int) int32 {
+	c := g.services[svc].cache
+	if c == nil {
+		return -1
+	}
+	return int32(g.rCache.IntN(c.cfg.Keys))
+}
+
+// lookup looks call c's key up in the cache in front of service s, and
+// on a hit answers the call from it, after a round trip: true then.
+func (g *graph) lookup(s *service, c int32) bool {
+	cl := &g.calls[c]
+	k := g.current()
+	s.stats.CacheLookups++
+	s.stats.Cache[k].Lookups++
+	if !s.cache.lookup(g.now, cl.key) {
+		return false
+	}
+	s.stats.CacheHits++
+	s.stats.Cache[k].Hits++
+	cl.state = stInFlight
+	cl.tag++
+	cl.sentAt = g.now
+	cl.arrived = -1
+	cl.replica = -1
+	cl.until = noDeadline
+	g.q.push(g.now+g.latency.sample(g.rNet)+g.latency.sample(g.rNet), gCacheHit, c, cl.tag)
+	return true
+}
+
 // reply sends the answer o to attempt tag of call c: it reaches the
 // caller after the network's return hop.
 func (g *graph) reply(c, tag int32, o strategies.Outcome) {
@@ -161,6 +198,9 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 		if o == strategies.Success {
 			s.count(cl.replica, func(r *results.ServiceRun) { r.OK++ })
 		}
+	}
+	if o == strategies.Success && s.cache != nil && cl.key >= 0 {
+		s.cache.fill(g.now, cl.key, g.rCache)
 	}
 	res := strategies.Result{Outcome: o}
 	if o == strategies.TooManyRequests && cl.hint > 0 {
@@ -295,7 +335,7 @@ func (g *graph) cancelCalls(j int32) {
 	jb := &g.jobs[j]
 	for c := jb.calls; c >= 0; {
 		cl := &g.calls[c]
-		if cl.state == stInFlight {
+		if cl.state == stInFlight && cl.replica >= 0 {
 			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
 		}
 		cl.tag++ // every event of the call is now stale

@@ -97,7 +97,7 @@ func (f *fleet) newRequest(g *graph) {
 	}
 	c := int32(len(g.calls))
 	g.calls = append(g.calls, call{id: g.nextID(), job: -1, sibling: -1, created: g.now, deadline: noDeadline, outer: noDeadline,
-		sender: s, arrived: -1, state: stWaiting})
+		sender: s, arrived: -1, state: stWaiting, key: g.key(g.target)})
 	f.arrived++
 	g.try(c)
 }

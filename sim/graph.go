@@ -33,6 +33,8 @@ const (
 	gGiveUp                  // the caller of attempt b of call a gives up
 	gWarmup                  // replica b of service a grew its capacity: start queued work
 	gOutageEnd               // the graph's last outage ends: the backlog is counted
+	gFlush                   // service a's cache is flushed
+	gCacheHit                // the cache's answer to attempt b of call a reaches its caller: a hit
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
 )
 
@@ -46,7 +48,7 @@ type graph struct {
 	sc        *scenarios.Scenario
 	propagate bool // deadline propagation
 
-	rArrive, rServe, rNet, rFault, rRetry, rBalance *rand.Rand
+	rArrive, rServe, rNet, rFault, rRetry, rBalance, rCache *rand.Rand
 	latency                                         sampler
 
 	services []service
@@ -84,6 +86,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		rFault:    rand.New(rand.NewPCG(seed, 4)),
 		rRetry:    rand.New(rand.NewPCG(seed, 5)),
 		rBalance:  rand.New(rand.NewPCG(seed, 6)),
+		rCache:    rand.New(rand.NewPCG(seed, 7)),
 		latency:   newSampler(sc.Network.Latency),
 		target:    sc.TargetIndex(),
 		bucket:    sc.Bucket,
@@ -98,6 +101,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	g.services = make([]service, len(sc.Services))
 	for i := range sc.Services {
 		g.services[i] = newService(&sc.Services[i], buckets)
+		if c := sc.Services[i].Cache; c != nil {
+			g.services[i].cache = newCache(c, sc.Services[i].Outages, g.rCache)
+		}
 		g.run.Services = append(g.run.Services, g.services[i].stats)
 	}
 	g.edges = []edge{newEdge(st.Policy(), -1, g.target, nil, 0)}
@@ -123,6 +129,11 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 	g.fleet.schedule(g)
 	for i := range g.services {
 		g.services[i].scheduleWarmups(g, int32(i))
+		if c := g.services[i].cache; c != nil {
+			for _, o := range c.flushes {
+				g.q.push(o.Start, gFlush, int32(i), 0)
+			}
+		}
 	}
 	if g.lastOutageEnd > 0 {
 		g.q.push(g.lastOutageEnd, gOutageEnd, 0, 0)
@@ -178,6 +189,13 @@ func (g *graph) handle(e event) {
 		}
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
+	case gFlush:
+		g.services[e.a].cache.flush()
+	case gCacheHit:
+		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
+			c.state = stWaiting
+			g.decide(e.a, strategies.Decision{Action: strategies.Deliver})
+		}
 	case gOutageEnd:
 		backlog := int64(g.fleet.arrived) - g.run.Delivered - int64(g.fleet.dead)
 		g.run.Backlog = &backlog

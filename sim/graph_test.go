@@ -294,3 +294,83 @@ strategies:
 	assert.Less(t, delay["codel"], 0.05, "near the 5 ms target (fifo's is %vs)", delay["fifo"])
 	assert.Greater(t, delay["fifo"], 10.0)
 }
+
+// cacheRatio returns the hit ratio of service k's cache in run r over
+// buckets [from, to).
+func cacheRatio(r *results.Run, k, from, to int) float64 {
+	var lookups, hits int64
+	for _, b := range r.Services[k].Cache[from:to] {
+		lookups += b.Lookups
+		hits += b.Hits
+	}
+	return float64(hits) / float64(lookups)
+}
+
+// attemptsIn sums service k's attempts in run r over buckets [from, to).
+func attemptsIn(r *results.Run, k, from, to int) float64 {
+	var n int64
+	for _, b := range r.Services[k].Series[from:to] {
+		n += b.Attempts
+	}
+	return float64(n)
+}
+
+// TestCacheFlushMultipliesTheLoad: a warm cache with hit ratio h sends
+// the backing service 1-h of the reads; while it is flushed, all of
+// them: 1/(1-h) = 10 times as many at 90%.
+func TestCacheFlushMultipliesTheLoad(t *testing.T) {
+	_, res := runGraph(t, `
+duration: 2m
+services:
+  - {name: api, service_time: 1ms, calls: [{service: db}]}
+  - name: db
+    service_time: 1ms
+    cache: {hit_ratio: 0.9, keys: 10000}
+    outages: [{start: 60s, duration: 20s, mode: flush}]
+network: {latency: 1ms}
+workload: {requests: 0, arrival: {kind: poisson, rate: 2000, from: 0s, until: 2m}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1}
+`)
+	r := res.Runs[0]
+	warm := attemptsIn(r, 1, 10, 60) / 50
+	flushed := attemptsIn(r, 1, 60, 80) / 20
+	assert.InEpsilon(t, 10, flushed/warm, 0.05, "db load %v/s warm, %v/s flushed", warm, flushed)
+	assert.InDelta(t, 0.9, cacheRatio(r, 1, 10, 60), 0.01)
+	assert.Zero(t, cacheRatio(r, 1, 60, 80))
+	assert.Greater(t, cacheRatio(r, 1, 110, 120), cacheRatio(r, 1, 80, 90), "it warms again once back")
+}
+
+// TestColdCacheStaysCold: the backing service serves 300/s; the fleet
+// reads 1,000/s through a 90% cache. A 10 s flush sends all 1,000/s to
+// the database, whose queue then makes every read time out; a read that
+// fails fills nothing, so the cache stays cold after the flush ends
+// (metastable), until the load falls below what the database serves.
+func TestColdCacheStaysCold(t *testing.T) {
+	_, res := runGraph(t, `
+duration: 6m
+services:
+  - {name: api, service_time: 1ms, calls: [{service: db, retry: {timeout: 1s}}]}
+  - name: db
+    concurrency: 3
+    service_time: 10ms
+    queue: 600
+    cache: {hit_ratio: 0.9, keys: 10000}
+    outages: [{start: 30s, duration: 10s, mode: flush}]
+network: {latency: 1ms}
+workload:
+  requests: 0
+  arrival: {kind: poisson, rate: 1000, from: 0s, until: 6m, schedule: [{from: 2m, until: 6m, rate: 100}]}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 2s}
+`)
+	r := res.Runs[0]
+	assert.InDelta(t, 0.9, cacheRatio(r, 1, 5, 30), 0.02, "warm before the flush")
+	assert.Less(t, cacheRatio(r, 1, 60, 120), 0.05, "still cold 20 s to 80 s after the flush ended")
+	var okAfter int64
+	for _, b := range r.Series[60:120] {
+		okAfter += b.OK
+	}
+	assert.Less(t, float64(okAfter), 0.1*60*1000, "the fleet's reads keep failing")
+	assert.Greater(t, cacheRatio(r, 1, 300, 360), 0.5, "warm again once the load fell below the database's capacity")
+}

@@ -24,6 +24,7 @@ type service struct {
 	next     int   // round-robin: the next replica
 
 	stats *results.ServiceRun
+	cache *cache // nil without one
 	// the service's queue (all replicas) over the current bucket
 	queued    int
 	queueAt   time.Duration
@@ -122,6 +123,9 @@ func newService(cfg *scenarios.Service, buckets int) service {
 	conc := max(s.slots, 0)
 	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Series: make([]results.Bucket, buckets),
 		Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	if cfg.Cache != nil {
+		s.stats.Cache = make([]results.CacheBucket, buckets)
+	}
 	if rl := cfg.RateLimit; rl != nil {
 		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format)
 	}
@@ -165,7 +169,7 @@ func (s *service) scheduleWarmups(g *graph, i int32) {
 	}
 	for _, o := range s.cfg.Outages {
 		for r := range s.replicas {
-			if !o.Hits(r) {
+			if !o.Hits(r) || o.Mode == scenarios.FlushMode {
 				continue
 			}
 			for k := 1; k <= warmupSteps; k++ {
@@ -214,7 +218,7 @@ func (s *service) outage(t time.Duration, r int) (scenarios.Outage, bool) {
 		if t < o.Start {
 			break
 		}
-		if t < o.End() && o.Hits(r) {
+		if t < o.End() && o.Hits(r) && o.Mode != scenarios.FlushMode {
 			return o, true
 		}
 	}
@@ -233,7 +237,7 @@ func (s *service) capacity(now time.Duration, r int) int {
 	}
 	for i := len(s.cfg.Outages) - 1; i >= 0; i-- {
 		o := s.cfg.Outages[i]
-		if now < o.End() || !o.Hits(r) {
+		if now < o.End() || !o.Hits(r) || o.Mode == scenarios.FlushMode {
 			continue
 		}
 		since := now - o.End()
