@@ -43,6 +43,10 @@ type Service struct {
 	// Calls are made, in order, while serving one request; the slot is
 	// held meanwhile.
 	Calls []Call `yaml:"calls"`
+	// Health, when set, is the balancer's outlier detection: a replica
+	// that fails Consecutive times in a row is not picked for EjectFor
+	// (Envoy's consecutive_5xx ejection).
+	Health *Health `yaml:"health"`
 	// Cache, when set, is a look-aside cache in front of the service:
 	// its callers look a key up first and call the service on a miss.
 	Cache *Cache `yaml:"cache"`
@@ -66,6 +70,21 @@ type Cache struct {
 	// Fill is when a key is cached: on-success (the default and only
 	// value: a read that failed caches nothing).
 	Fill string `yaml:"fill"`
+}
+
+// Health is a balancer's outlier detection (see Service.Health).
+type Health struct {
+	// Consecutive is how many failures in a row eject a replica
+	// (refused, timed out, reset, 5xx); default 5, as Envoy's.
+	Consecutive int `yaml:"consecutive"`
+	// EjectFor is how long an ejected replica is left out; default 30s,
+	// Envoy's base ejection time.
+	EjectFor time.Duration `yaml:"eject_for"`
+}
+
+func (h *Health) setDefaults() {
+	h.Consecutive = 5
+	h.EjectFor = 30 * time.Second
 }
 
 // MaxCacheKeys bounds a cache's key population.
@@ -438,6 +457,12 @@ func (s *Scenario) validateGraph(p *problems) {
 		}
 		if svc.Shed != nil {
 			p.positive(path+".shed.queue_delay", svc.Shed.QueueDelay)
+		}
+		if h := svc.Health; h != nil {
+			if h.Consecutive < 1 {
+				p.add(path+".health.consecutive", "must be >= 1, got %d", h.Consecutive)
+			}
+			p.positive(path+".health.eject_for", h.EjectFor)
 		}
 	}
 	for i := range s.Services {

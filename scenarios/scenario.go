@@ -196,6 +196,8 @@ type Outage struct {
 	// Replicas lists the replicas of a service that the outage hits, by
 	// number from 0; none means every replica.
 	Replicas []int `yaml:"replicas"`
+	// Factor, for mode slow, multiplies the service time.
+	Factor float64 `yaml:"factor"`
 }
 
 // Hits reports whether the outage hits replica r.
@@ -252,6 +254,9 @@ const (
 	// answers no lookup and takes no fill during the outage, and comes
 	// back empty; the service itself keeps serving.
 	FlushMode = "flush"
+	// SlowMode, for a service, multiplies its service time by the
+	// outage's factor: a slow replica, not a failed one.
+	SlowMode = "slow"
 )
 
 // Warmup is a capacity ramp after each outage: capacity starts at From

@@ -219,8 +219,15 @@ func (s *Server) validate(p *problems, path string, replicas int, cache bool) {
 			p.add(path+".mode", "flush empties a cache, and %s has none: give the service a cache, or use refuse, timeout or error", strings.TrimSuffix(path, fmt.Sprintf(".outages[%d]", i)))
 		case o.Mode == FlushMode && o.Replicas != nil:
 			p.add(path+".replicas", "a flush empties the service's one cache, shared by its replicas: leave replicas out")
-		case o.Mode != FlushMode:
-			p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode, FlushMode)
+		case o.Mode == SlowMode && strings.HasPrefix(path, "server."):
+			p.add(path+".mode", "slow is for the services of a graph (and their replicas)")
+		case o.Mode == SlowMode && o.Factor <= 1:
+			p.add(path+".factor", "a slow outage multiplies the service time by factor: must be > 1, got %v", o.Factor)
+		case o.Mode != FlushMode && o.Mode != SlowMode:
+			p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode, FlushMode, SlowMode)
+		}
+		if o.Factor != 0 && o.Mode != SlowMode {
+			p.add(path+".factor", "only a slow outage has a factor")
 		}
 		o.validateReplicas(p, path, replicas)
 		if i > 0 && o.Start < s.Outages[i-1].End() && o.overlaps(s.Outages[i-1]) {

@@ -189,6 +189,7 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	e := &g.edges[cl.edge]
 	s := &g.services[e.callee]
 	s.replicas[cl.replica].outstanding--
+	s.observe(g.now, cl.replica, o)
 	if cl.arrived >= 0 {
 		k := min(int(cl.arrived), len(g.run.Series)-1)
 		s.bucket(cl.replica, k, func(b *results.Bucket) { classify(b, o) })

@@ -49,7 +49,7 @@ type graph struct {
 	propagate bool // deadline propagation
 
 	rArrive, rServe, rNet, rFault, rRetry, rBalance, rCache *rand.Rand
-	latency                                         sampler
+	latency                                                 sampler
 
 	services []service
 	edges    []edge // edges[0] is the fleet's, toward the target

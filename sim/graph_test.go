@@ -374,3 +374,71 @@ strategies:
 	assert.Less(t, float64(okAfter), 0.1*60*1000, "the fleet's reads keep failing")
 	assert.Greater(t, cacheRatio(r, 1, 300, 360), 0.5, "warm again once the load fell below the database's capacity")
 }
+
+// share returns replica r's share of service k's attempts.
+func share(st results.StrategySummary, name string, r int) float64 {
+	s := serviceOf(st, name)
+	return s.Replicas[r].Attempts / s.Attempts
+}
+
+// TestLoadBalancerSinkhole: one of three replicas fails fast. It has the
+// fewest attempts outstanding, so least-outstanding sends it most of the
+// traffic (the sinkhole); power-of-two-choices with outlier detection
+// ejects it and sends it little.
+func TestLoadBalancerSinkhole(t *testing.T) {
+	run := func(balancer, health string) results.StrategySummary {
+		_, res := runGraph(t, fmt.Sprintf(`
+duration: 2m
+services:
+  - name: store
+    replicas: 3
+    balancer: %s
+    %s
+    concurrency: 10
+    service_time: {dist: exponential, mean: 20ms}
+    outages: [{start: 0s, duration: 2m, mode: error, replicas: [0]}]
+network: {latency: 1ms}
+workload: {requests: 0, arrival: {kind: poisson, rate: 500, from: 0s, until: 2m}}
+strategies:
+  - {name: s, backoff: {kind: full-jitter, base: 10ms, cap: 100ms}, max_attempts: 3}
+`, balancer, health))
+		return res.Summary.Strategies[0]
+	}
+	least := run("least-outstanding", "")
+	p2c := run("power-of-two-choices", "health: {consecutive: 5, eject_for: 10s}")
+	t.Logf("the failing replica's share: least-outstanding %.3f, power-of-two with health %.3f", share(least, "store", 0), share(p2c, "store", 0))
+	assert.Greater(t, share(least, "store", 0), 0.5)
+	assert.Less(t, share(p2c, "store", 0), 0.05)
+	assert.Greater(t, p2c.DeliveredRatio, least.DeliveredRatio)
+	blind := run("power-of-two-choices", "")
+	assert.Greater(t, share(blind, "store", 0), 0.3, "without outlier detection, power of two is drawn in too")
+}
+
+// TestOneSlowReplica: one of three replicas serves ten times slower.
+// Random keeps sending it a third of the traffic, more than it can
+// serve; power-of-two-choices sees its queue and sends it less.
+func TestOneSlowReplica(t *testing.T) {
+	run := func(balancer string) results.StrategySummary {
+		_, res := runGraph(t, fmt.Sprintf(`
+duration: 2m
+services:
+  - name: store
+    replicas: 3
+    balancer: %s
+    concurrency: 5
+    service_time: {dist: exponential, mean: 20ms}
+    outages: [{start: 0s, duration: 2m, mode: slow, factor: 10, replicas: [0]}]
+network: {latency: 1ms}
+workload: {requests: 0, arrival: {kind: poisson, rate: 400, from: 0s, until: 1m}}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 1m}
+`, balancer))
+		return res.Summary.Strategies[0]
+	}
+	random, p2c := run("random"), run("power-of-two-choices")
+	t.Logf("p99 latency: random %.3fs, power of two %.3fs; the slow replica's share %.3f, %.3f",
+		random.LatencyS.P99, p2c.LatencyS.P99, share(random, "store", 0), share(p2c, "store", 0))
+	assert.InDelta(t, 1.0/3, share(random, "store", 0), 0.01)
+	assert.Less(t, share(p2c, "store", 0), 0.15)
+	assert.Greater(t, random.LatencyS.P99, 10*p2c.LatencyS.P99)
+}

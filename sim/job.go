@@ -191,6 +191,9 @@ func (g *graph) proceed(j int32) {
 		st := s.steps[jb.step]
 		if st.work {
 			d := s.service.sample(g.rServe) + s.slowdown(s.replicas[jb.replica].busy-1)
+			if f := s.slow(g.now, int(jb.replica)); f != 1 {
+				d = clampSample(float64(d) * f)
+			}
 			g.q.push(g.now+d, gWorkDone, j, jb.gen)
 			return
 		}

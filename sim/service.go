@@ -55,7 +55,9 @@ type step struct {
 type replica struct {
 	busy        int
 	queue       deque
-	outstanding int // attempts sent to it awaiting an answer, as the balancer sees them
+	outstanding int           // attempts sent to it awaiting an answer, as the balancer sees them
+	fails       int           // failures in a row, with outlier detection
+	ejected     time.Duration // not picked before then, with outlier detection
 	tokens      float64
 	tokensAt    time.Duration
 	stats       *results.ServiceRun // nil for a service of one replica
@@ -169,7 +171,7 @@ func (s *service) scheduleWarmups(g *graph, i int32) {
 	}
 	for _, o := range s.cfg.Outages {
 		for r := range s.replicas {
-			if !o.Hits(r) || o.Mode == scenarios.FlushMode {
+			if !o.Hits(r) || o.Mode == scenarios.FlushMode || o.Mode == scenarios.SlowMode {
 				continue
 			}
 			for k := 1; k <= warmupSteps; k++ {
@@ -179,37 +181,118 @@ func (s *service) scheduleWarmups(g *graph, i int32) {
 	}
 }
 
-// pick chooses the replica for an attempt sent now.
+// pick chooses the replica for an attempt sent now, among those not
+// ejected by the outlier detection (among all when every one is).
 func (s *service) pick(g *graph) int32 {
 	n := len(s.replicas)
 	if n == 1 {
 		return 0
 	}
+	now := g.now
+	healthy := n
+	if s.cfg.Health != nil {
+		healthy = 0
+		for r := range s.replicas {
+			if s.replicas[r].ejected <= now {
+				healthy++
+			}
+		}
+	}
+	ok := func(r int) bool { return healthy == 0 || s.replicas[r].ejected <= now }
+	// draw returns a healthy replica at random: the k-th healthy one.
+	draw := func(skip int) int {
+		m := healthy
+		if m == 0 {
+			m = n
+		}
+		if skip >= 0 && ok(skip) {
+			m--
+		}
+		k := g.rBalance.IntN(m)
+		for r := range s.replicas {
+			if r == skip || !ok(r) {
+				continue
+			}
+			if k == 0 {
+				return r
+			}
+			k--
+		}
+		return skip
+	}
 	switch s.cfg.Balancer {
 	case scenarios.RandomBalancer:
-		return int32(g.rBalance.IntN(n))
+		if healthy == n {
+			return int32(g.rBalance.IntN(n))
+		}
+		return int32(draw(-1))
 	case scenarios.LeastOutstanding:
-		best := 0
-		for r := 1; r < n; r++ {
-			if s.replicas[r].outstanding < s.replicas[best].outstanding {
+		best := -1
+		for r := range s.replicas {
+			if ok(r) && (best < 0 || s.replicas[r].outstanding < s.replicas[best].outstanding) {
 				best = r
 			}
 		}
 		return int32(best)
 	case scenarios.PowerOfTwoChoices:
-		a := g.rBalance.IntN(n)
-		b := g.rBalance.IntN(n - 1)
-		if b >= a {
-			b++
+		var a, b int
+		switch {
+		case healthy == n:
+			a = g.rBalance.IntN(n)
+			b = g.rBalance.IntN(n - 1)
+			if b >= a {
+				b++
+			}
+		case healthy == 1:
+			return int32(draw(-1))
+		default:
+			a = draw(-1)
+			b = draw(a)
 		}
 		if s.replicas[b].outstanding < s.replicas[a].outstanding {
 			return int32(b)
 		}
 		return int32(a)
 	}
-	r := s.next
-	s.next = (s.next + 1) % n
-	return int32(r)
+	for range n {
+		r := s.next
+		s.next = (s.next + 1) % n
+		if ok(r) {
+			return int32(r)
+		}
+	}
+	return 0
+}
+
+// observe updates replica r's outlier detection with the outcome o of an
+// attempt it served.
+func (s *service) observe(now time.Duration, r int32, o strategies.Outcome) {
+	h := s.cfg.Health
+	if h == nil || r < 0 {
+		return
+	}
+	rep := &s.replicas[r]
+	switch o {
+	case strategies.Success, strategies.TooManyRequests, strategies.ClientError:
+		rep.fails = 0
+	default:
+		rep.fails++
+		if rep.fails >= h.Consecutive {
+			rep.ejected = now + h.EjectFor
+			rep.fails = 0
+		}
+	}
+}
+
+// slow returns the factor by which a slow outage multiplies replica r's
+// service time at t: 1 when none is in force.
+func (s *service) slow(t time.Duration, r int) float64 {
+	for _, o := range s.cfg.Outages {
+		if o.Mode == scenarios.SlowMode && t >= o.Start && t < o.End() && o.Hits(r) {
+			return o.Factor
+		}
+	}
+	return 1
 }
 
 // outage returns the outage in force at t on replica r, if any.
@@ -218,7 +301,7 @@ func (s *service) outage(t time.Duration, r int) (scenarios.Outage, bool) {
 		if t < o.Start {
 			break
 		}
-		if t < o.End() && o.Hits(r) && o.Mode != scenarios.FlushMode {
+		if t < o.End() && o.Hits(r) && o.Mode != scenarios.FlushMode && o.Mode != scenarios.SlowMode {
 			return o, true
 		}
 	}
@@ -237,7 +320,7 @@ func (s *service) capacity(now time.Duration, r int) int {
 	}
 	for i := len(s.cfg.Outages) - 1; i >= 0; i-- {
 		o := s.cfg.Outages[i]
-		if now < o.End() || !o.Hits(r) || o.Mode == scenarios.FlushMode {
+		if now < o.End() || !o.Hits(r) || o.Mode == scenarios.FlushMode || o.Mode == scenarios.SlowMode {
 			continue
 		}
 		since := now - o.End()
