@@ -445,7 +445,7 @@ func pathString(steps []step) string {
 	return b.String()
 }
 
-var keyRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+var keyRE = regexp.MustCompile(`^[A-Za-z0-9_>-]+$`)
 
 // reserved says why the fields that a sweep may not vary are set aside.
 var reserved = map[string]string{
@@ -478,7 +478,7 @@ func parsePath(path string) ([]step, error) {
 		case key == "":
 			return fail("a field name is missing after %q", pathString(steps)+".")
 		case !keyRE.MatchString(key):
-			return fail("want field names of letters, digits, _ and -, joined by '.', got %q", key)
+			return fail("want field names of letters, digits, _, - and > (in an edge, a->b), joined by '.', got %q", key)
 		}
 		steps = append(steps, step{kind: stepKey, key: key})
 		rest = rest[len(key):]

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -786,4 +787,36 @@ func FuzzParseValues(f *testing.F) {
 		require.LessOrEqual(t, len(values), maxPoints)
 		require.NoError(t, checkValues(values), "no value empty or listed twice")
 	})
+}
+
+// TestSweepAGraph: a sweep varies any field of any service (by index or
+// name) or edge.
+func TestSweepAGraph(t *testing.T) {
+	s, err := Parse("graph.yaml", []byte(`services:
+  - {name: a, calls: [{service: b}]}
+  - {name: b, concurrency: 10, outages: [{start: 0s, duration: 10s}]}
+workload: {requests: 10}
+strategies:
+  - name: s
+    backoff: {kind: none}
+    max_attempts: 2
+    edges: {a->b: {max_attempts: 2}}
+sweep:
+  vary:
+    - {path: "services[b].concurrency", values: [5, 20]}
+    - {path: "services[1].outages[0].duration", values: [5s, 20s]}
+    - {path: "strategies[0].edges.a->b.max_attempts", values: [1, 3]}
+`))
+	require.NoError(t, err)
+	var seen [][3]string
+	err = s.EachPoint(context.Background(), s.Sweep.Vary, func(p Point) error {
+		sc := p.Scenario
+		edge := EdgeStrategy(&sc.Strategies[0], "a", &sc.Services[0].Calls[0])
+		seen = append(seen, [3]string{sc.Services[1].Concurrency.String(), sc.Services[1].Outages[0].Duration.String(), fmt.Sprint(edge.MaxAttempts)})
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Len(t, seen, 8)
+	assert.Contains(t, seen, [3]string{"5", "5s", "1"})
+	assert.Contains(t, seen, [3]string{"20", "20s", "3"})
 }

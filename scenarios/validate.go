@@ -214,17 +214,18 @@ func (s *Server) validate(p *problems, path string, replicas int, cache bool) {
 		path := fmt.Sprintf("%s.outages[%d]", path, i)
 		p.nonNegative(path+".start", o.Start)
 		p.positive(path+".duration", o.Duration)
+		modes := []string{Refuse, TimeoutMode, ErrorMode}
+		if !strings.HasPrefix(path, "server.") {
+			modes = append(modes, FlushMode, SlowMode)
+		}
 		switch {
+		case !p.oneOf(path+".mode", o.Mode, modes...):
 		case o.Mode == FlushMode && !cache:
-			p.add(path+".mode", "flush empties a cache, and %s has none: give the service a cache, or use refuse, timeout or error", strings.TrimSuffix(path, fmt.Sprintf(".outages[%d]", i)))
+			p.add(path+".mode", "flush empties a cache, and this service has none: give it a cache, or use refuse, timeout, error or slow")
 		case o.Mode == FlushMode && o.Replicas != nil:
 			p.add(path+".replicas", "a flush empties the service's one cache, shared by its replicas: leave replicas out")
-		case o.Mode == SlowMode && strings.HasPrefix(path, "server."):
-			p.add(path+".mode", "slow is for the services of a graph (and their replicas)")
 		case o.Mode == SlowMode && o.Factor <= 1:
 			p.add(path+".factor", "a slow outage multiplies the service time by factor: must be > 1, got %v", o.Factor)
-		case o.Mode != FlushMode && o.Mode != SlowMode:
-			p.oneOf(path+".mode", o.Mode, Refuse, TimeoutMode, ErrorMode, FlushMode, SlowMode)
 		}
 		if o.Factor != 0 && o.Mode != SlowMode {
 			p.add(path+".factor", "only a slow outage has a factor")
