@@ -269,6 +269,9 @@ func (f figures) get(name string) value {
 
 // noValue says why a figure has no value.
 func noValue(name string) string {
+	if _, fig, ok := scenarios.ServiceFigure(name); ok {
+		name = fig
+	}
 	switch name {
 	case "recovery_time_s":
 		return "never recovered"

@@ -402,3 +402,52 @@ func TestLintErrorsFailWithoutStrict(t *testing.T) {
 	assert.Contains(t, buf.String(), "HL009 retry-spin: spins (error)")
 	assert.Contains(t, buf.String(), "0 passed, 1 failed")
 }
+
+// TestServiceFigures: checks bound and compare the figures of one
+// service of a graph, services.NAME.FIGURE; a service that never
+// recovered has no recovery to bound.
+func TestServiceFigures(t *testing.T) {
+	sc, err := scenarios.Parse("graph.yaml", []byte(`
+services:
+  - {name: api, calls: [{service: db.main}]}
+  - {name: db.main}
+workload: {requests: 100}
+strategies:
+  - {name: every-layer, backoff: {kind: full-jitter}, max_attempts: 3}
+  - {name: edge-only, backoff: {kind: full-jitter}, max_attempts: 3}
+checks:
+  - strategy: every-layer
+    services.db.main.amplification: {min: 5}
+    services.db.main.recovery_time_s: {max: 60}
+  - strategy: edge-only
+    services.api.amplification: {max: 3}
+  - compare: edge-only.services.db.main.attempts <= 0.5 * every-layer.services.db.main.attempts
+`))
+	require.NoError(t, err)
+	s := &results.Summary{Runs: 1, Strategies: []results.StrategySummary{
+		{Name: "every-layer", Services: []results.ServiceFigures{{Name: "api", Amplification: 3}, {Name: "db.main", Amplification: 9, Attempts: 900}}},
+		{Name: "edge-only", Services: []results.ServiceFigures{{Name: "api", Amplification: 3}, {Name: "db.main", Amplification: 3, Attempts: 300}}},
+	}}
+	var got []string
+	for _, r := range Evaluate(sc, s) {
+		got = append(got, r.Strategy+" "+r.Figure+" "+r.Text+" "+r.Status()+" "+r.Note)
+	}
+	assert.Equal(t, []string{
+		"every-layer services.db.main.amplification 9 PASS ",
+		"every-layer services.db.main.recovery_time_s never recovered FAIL no value",
+		"edge-only services.api.amplification 3 PASS ",
+		" edge-only.services.db.main.attempts <= 0.5 * every-layer.services.db.main.attempts 300 <= 450 PASS ",
+	}, got)
+
+	_, err = scenarios.Parse("graph.yaml", []byte(`
+services: [{name: api}]
+workload: {requests: 100}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+checks:
+  - {strategy: s, services.db.amplification: {max: 3}}
+  - {strategy: s, services.api.speed: {max: 3}}
+`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `graph.yaml:6:46: checks[0].services.db.amplification: no service "db" (the graph has api)`)
+	assert.Contains(t, err.Error(), `checks[1].services.api.speed: unknown figure (a service's figure is services.NAME.FIGURE`)
+}

@@ -156,6 +156,19 @@ func NamedFigures(v any) Named {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil
 	}
+	// A graph's services, a list in summary.json, by name: a figure
+	// services.NAME.FIGURE.
+	if list, ok := m["services"].([]any); ok {
+		byName := map[string]any{}
+		for _, s := range list {
+			if s, ok := s.(map[string]any); ok {
+				if name, ok := s["name"].(string); ok {
+					byName[name] = s
+				}
+			}
+		}
+		m["services"] = byName
+	}
 	return m
 }
 
@@ -168,7 +181,12 @@ func (m Named) Get(name string) (float64, bool) {
 		return 0, false
 	}
 	var cur any = map[string]any(m)
-	for part := range strings.SplitSeq(name, ".") {
+	parts := strings.Split(name, ".")
+	if len(parts) > 3 && parts[0] == "services" {
+		// A service's name may hold dots: the figure is the last part.
+		parts = []string{"services", strings.Join(parts[1:len(parts)-1], "."), parts[len(parts)-1]}
+	}
+	for _, part := range parts {
 		mm, ok := cur.(map[string]any)
 		if !ok {
 			return 0, false

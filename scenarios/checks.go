@@ -65,6 +65,37 @@ var Figures = []string{
 	"dead_lettered_by.max_elapsed", "dead_lettered_by.budget",
 }
 
+// ServiceFigures lists the figures of one service of a graph that checks
+// may name, as services.NAME.FIGURE (such as services.db.amplification).
+var ServiceFigures = []string{
+	"attempts", "delivered", "rejected", "throttled", "amplification",
+	"peak_load", "peak_load_ratio", "peak_at_s", "peak_load_overall", "recovery_time_s", "recovered_runs",
+	"processed", "duplicates", "wasted_work", "late_work", "deadline_dropped", "responses_lost",
+	"shed", "queue_delay_s", "cache_hit_ratio",
+}
+
+// ServiceFigure splits a figure services.NAME.FIGURE into the service's
+// name and its figure; false for any other name.
+func ServiceFigure(name string) (service, figure string, ok bool) {
+	rest, ok := strings.CutPrefix(name, "services.")
+	if !ok {
+		return "", "", false
+	}
+	for _, f := range ServiceFigures {
+		if s, ok := strings.CutSuffix(rest, "."+f); ok && s != "" {
+			return s, f, true
+		}
+	}
+	return "", "", false
+}
+
+// IsFigure reports whether checks may name the figure name: one of
+// Figures, or a service's figure.
+func IsFigure(name string) bool {
+	_, _, ok := ServiceFigure(name)
+	return ok || slices.Contains(Figures, name)
+}
+
 func (c *Check) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 	if n.Kind != yaml.MappingNode {
 		d.failAt(n, path, "want a mapping such as {strategy: NAME, FIGURE: {max: X}} or {compare: EXPRESSION}, got %s", kindName(n))
@@ -93,7 +124,7 @@ func (c *Check) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 			}
 		default:
 			c.figureKeys++
-			if !slices.Contains(Figures, key.Value) {
+			if !IsFigure(key.Value) {
 				d.failAt(key, sub, "unknown figure%s", suggestFigure(key.Value))
 				continue
 			}
@@ -107,6 +138,9 @@ func (c *Check) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 
 // suggestFigure names the figure nearest to an unknown one, or lists them.
 func suggestFigure(name string) string {
+	if rest, ok := strings.CutPrefix(name, "services."); ok {
+		return fmt.Sprintf(" (a service's figure is services.NAME.FIGURE, with FIGURE one of %s; got %s)", strings.Join(ServiceFigures, ", "), rest)
+	}
 	for _, f := range Figures {
 		if strings.HasSuffix(f, "."+name) || strings.ReplaceAll(f, "_", "") == strings.ReplaceAll(name, "_", "") {
 			return fmt.Sprintf(" (did you mean %s?)", f)
@@ -135,6 +169,7 @@ func (c *Check) validate(p *problems, s *Scenario, i int) {
 			if op.Strategy != "" && !slices.Contains(names, op.Strategy) {
 				p.add(path+".compare", "no strategy %q (the scenario has %s)", op.Strategy, strings.Join(names, ", "))
 			}
+			s.checkServiceFigure(p, path+".compare", op.Figure)
 		}
 	case c.Strategy == "":
 		p.add(path+".strategy", "missing: name a strategy (or * for all) and bound its figures, or write compare: EXPRESSION")
@@ -147,6 +182,7 @@ func (c *Check) validate(p *problems, s *Scenario, i int) {
 		}
 		for _, b := range c.Bounds {
 			bp := path + "." + b.Figure
+			s.checkServiceFigure(p, bp, b.Figure)
 			switch {
 			case b.Min == nil && b.Max == nil:
 				p.add(bp, "give min, max or both")
@@ -154,6 +190,19 @@ func (c *Check) validate(p *problems, s *Scenario, i int) {
 				p.add(bp+".max", "must be >= min (%v), got %v", *b.Min, *b.Max)
 			}
 		}
+	}
+}
+
+// checkServiceFigure reports a service figure naming no service of s.
+func (s *Scenario) checkServiceFigure(p *problems, path, figure string) {
+	name, _, ok := ServiceFigure(figure)
+	if !ok {
+		return
+	}
+	if !s.Graph() {
+		p.add(path, "%s names a service, and the scenario has one server: services.NAME figures are for graphs", figure)
+	} else if s.ServiceIndex(name) < 0 {
+		p.add(path, "no service %q (the graph has %s)", name, strings.Join(s.serviceNames(), ", "))
 	}
 }
 
@@ -231,6 +280,13 @@ func parseOperand(s string) (Operand, error) {
 		o.Factor, s = f, strings.TrimSpace(rest)
 	} else if f, err := strconv.ParseFloat(s, 64); err == nil {
 		return Operand{Factor: f}, nil
+	}
+	// A service's figure: STRATEGY.services.NAME.FIGURE.
+	if i := strings.Index(s, ".services."); i > 0 {
+		if _, _, ok := ServiceFigure(s[i+1:]); ok {
+			o.Strategy, o.Figure = s[:i], s[i+1:]
+			return o, nil
+		}
 	}
 	// The figure is the longest known figure the operand ends with: a
 	// strategy's name may hold dots too.

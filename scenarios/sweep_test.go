@@ -180,7 +180,7 @@ func TestParseVary(t *testing.T) {
 		{"strategies[-1].timeout=1s", `want an index, a name or * in [], got [-1]`},
 		{"strategies[99999999999999999999].timeout=1s", `index 99999999999999999999 is out of range`},
 		{"strategies[0]x=1", `strategies[0]x: want . or [ after "strategies[0]", got "x"`},
-		{"server concurrency=1", `want field names of letters, digits, _ and -, joined by '.', got "server concurrency"`},
+		{"server concurrency=1", `want field names of letters, digits, _, - and > (in an edge, a->b), joined by '.', got "server concurrency"`},
 	}
 	for _, tt := range errs {
 		t.Run(tt.flag, func(t *testing.T) {
