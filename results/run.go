@@ -55,6 +55,9 @@ type Run struct {
 	// scenario of one server. The run's own counts describe the service
 	// the fleet calls.
 	Services []*ServiceRun
+	// Edges are a graph's call edges, the fleet's first, then each
+	// service's calls in file order.
+	Edges []EdgeRun
 	// QueueTracked is set when the server's queue was measured: the
 	// Series' Queue, QueueMax and QueueMean hold what it was (the
 	// simulator's runs). When it is not set they are 0 and mean

@@ -45,6 +45,44 @@ type ServiceRun struct {
 	Concurrency int
 }
 
+// EdgeRun is what went along one call edge of a graph in one run: the
+// attempts its caller sent (the fleet's edge has Caller "").
+type EdgeRun struct {
+	Caller, Callee string
+	Attempts       int64
+}
+
+// EdgeFigures are the figures of one call edge: its attempts, and per
+// fleet request (amplification); means over runs.
+type EdgeFigures struct {
+	From          string  `json:"from"` // "" for the fleet
+	To            string  `json:"to"`
+	Attempts      float64 `json:"attempts"`
+	Amplification float64 `json:"amplification"`
+}
+
+// MeanEdgeFigures returns the edges' figures, means over runs (each run
+// with the same edges, in the same order).
+func MeanEdgeFigures(runs []*Run) []EdgeFigures {
+	if len(runs) == 0 || len(runs[0].Edges) == 0 {
+		return nil
+	}
+	out := make([]EdgeFigures, len(runs[0].Edges))
+	n := float64(len(runs))
+	for i, e := range runs[0].Edges {
+		out[i] = EdgeFigures{From: e.Caller, To: e.Callee}
+	}
+	for _, r := range runs {
+		for i, e := range r.Edges {
+			out[i].Attempts += float64(e.Attempts) / n
+			if r.Requests > 0 {
+				out[i].Amplification += float64(e.Attempts) / float64(r.Requests) / n
+			}
+		}
+	}
+	return out
+}
+
 // CacheBucket is a cache's lookups and hits in one bucket.
 type CacheBucket struct {
 	Lookups, Hits int64

@@ -59,6 +59,10 @@ type StrategySummary struct {
 	// Services are a service graph's services, in file order, each with
 	// the means over runs of its figures; none for one server.
 	Services []ServiceFigures `json:"services,omitempty"`
+	// Edges are a graph's call edges with the attempts sent along each:
+	// the fleet's first (from ""), then each service's calls in file
+	// order.
+	Edges []EdgeFigures `json:"edges,omitempty"`
 }
 
 // The values of StrategySummary.Recovery.

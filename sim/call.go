@@ -112,6 +112,7 @@ func (g *graph) try(c int32) {
 		return
 	}
 	cl.permit = permit
+	g.run.Edges[cl.edge].Attempts++
 	cl.state = stInFlight
 	cl.tag++
 	cl.sentAt = g.now

@@ -107,6 +107,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		g.run.Services = append(g.run.Services, g.services[i].stats)
 	}
 	g.edges = []edge{newEdge(st.Policy(), -1, g.target, nil, 0)}
+	g.run.Edges = []results.EdgeRun{{Callee: sc.Services[g.target].Name}}
 	for i := range sc.Services {
 		svc := &g.services[i]
 		for k := range svc.cfg.Calls {
@@ -114,6 +115,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			pol := scenarios.EdgeStrategy(st, svc.cfg.Name, c)
 			svc.edges = append(svc.edges, int32(len(g.edges)))
 			g.edges = append(g.edges, newEdge(pol.Policy(), i, sc.ServiceIndex(c.Service), c, svc.cfg.Replicas))
+			g.run.Edges = append(g.run.Edges, results.EdgeRun{Caller: svc.cfg.Name, Callee: c.Service})
 		}
 		for _, s := range svc.steps {
 			g.maxGroup = max(g.maxGroup, len(s.calls))

@@ -442,3 +442,35 @@ strategies:
 	assert.Less(t, share(p2c, "store", 0), 0.15)
 	assert.Greater(t, random.LatencyS.P99, 10*p2c.LatencyS.P99)
 }
+
+// TestEdgesCountTheirAttempts: the attempts along each edge add up to
+// the attempts at the service they call (nothing lost on the way, in a
+// run that ends with nothing in flight).
+func TestEdgesCountTheirAttempts(t *testing.T) {
+	_, res := runGraph(t, `
+duration: 5m
+services:
+  - {name: gateway, service_time: 1ms, calls: [{service: payments}, {service: inventory, parallel: true}]}
+  - {name: payments, service_time: 2ms, failure_probability: 0.3, calls: [{service: db}]}
+  - {name: inventory, service_time: 2ms, calls: [{service: db, fanout: 2}]}
+  - {name: db, service_time: 1ms, failure_probability: 0.2}
+network: {latency: 1ms}
+workload: {requests: 2000, arrival: {kind: uniform, from: 0s, until: 20s}}
+strategies:
+  - name: s
+    backoff: {kind: full-jitter, base: 10ms, cap: 100ms}
+    max_attempts: 3
+    edges: {default: {max_attempts: 3, backoff: {kind: full-jitter, base: 5ms, cap: 50ms}}}
+`)
+	st := res.Summary.Strategies[0]
+	require.Len(t, st.Edges, 5)
+	into := map[string]float64{}
+	for _, e := range st.Edges {
+		into[e.To] += e.Attempts
+	}
+	for _, s := range st.Services {
+		assert.Equal(t, s.Attempts, into[s.Name], "the edges into %s", s.Name)
+	}
+	assert.Equal(t, "", st.Edges[0].From)
+	assert.Equal(t, st.Amplification, st.Edges[0].Amplification)
+}

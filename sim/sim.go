@@ -259,6 +259,7 @@ func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary
 		}
 		s.Services = append(s.Services, results.MeanServiceFigures(per))
 	}
+	s.Edges = results.MeanEdgeFigures(runs)
 	return s
 }
 
