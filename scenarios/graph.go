@@ -313,6 +313,88 @@ func (e *EdgePolicy) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 // Wrote reports whether the policy's file set the strategy field key.
 func (e *EdgePolicy) Wrote(key string) bool { return e != nil && slices.Contains(e.written, key) }
 
+// ServiceOverrides are a strategy's changes to named services, field by
+// field (see Strategy.Services).
+type ServiceOverrides struct {
+	ByName map[string]*ServiceOverride
+	order  []string
+}
+
+// ServiceOverride is a strategy's change to one service: the fields
+// written, over the service's own.
+type ServiceOverride struct {
+	Service
+	written []string
+}
+
+// notOverridable are the service fields a strategy does not change.
+var notOverridable = map[string]string{
+	"name":  "a strategy changes the service it is listed under",
+	"calls": "the graph's shape is the scenario's, the same for every strategy: change the calls' retry policies in edges",
+}
+
+func (o *ServiceOverrides) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if n.Kind != yaml.MappingNode {
+		d.failAt(n, path, "want a mapping of service names to the fields this strategy changes, got %s", kindName(n))
+		return true
+	}
+	*o = ServiceOverrides{ByName: map[string]*ServiceOverride{}}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		key, val := n.Content[i], n.Content[i+1]
+		sub := path + "." + key.Value
+		if _, dup := o.ByName[key.Value]; dup {
+			d.failAt(key, sub, "duplicate service")
+			continue
+		}
+		if val.Kind != yaml.MappingNode {
+			d.failAt(val, sub, "want a mapping of service fields, such as {queue_discipline: lifo}, got %s", kindName(val))
+			continue
+		}
+		so := &ServiceOverride{}
+		so.Service.setDefaults()
+		kept := *val
+		kept.Content = nil
+		for k := 0; k+1 < len(val.Content); k += 2 {
+			field := val.Content[k]
+			if why, bad := notOverridable[field.Value]; bad {
+				d.failAt(field, join(sub, field.Value), "not changed by a strategy: %s", why)
+				continue
+			}
+			kept.Content = append(kept.Content, field, val.Content[k+1])
+			if _, known := yamlFields(reflect.TypeFor[Service]())[field.Value]; known && !slices.Contains(so.written, field.Value) {
+				so.written = append(so.written, field.Value)
+			}
+		}
+		d.where[sub] = pos{val.Line, val.Column}
+		d.structure(&kept, reflect.ValueOf(&so.Service).Elem(), sub)
+		o.ByName[key.Value] = so
+		o.order = append(o.order, key.Value)
+	}
+	return true
+}
+
+// ServicesFor returns the graph's services as strategy st deploys them:
+// each with the fields st's services section changes. They share what
+// st does not change (calls, outages) with s.Services.
+func (s *Scenario) ServicesFor(st *Strategy) []Service {
+	if len(st.Services.ByName) == 0 {
+		return s.Services
+	}
+	out := slices.Clone(s.Services)
+	fields := yamlFields(reflect.TypeFor[Service]())
+	for i := range out {
+		so := st.Services.ByName[out[i].Name]
+		if so == nil {
+			continue
+		}
+		dv, sv := reflect.ValueOf(&out[i]).Elem(), reflect.ValueOf(&so.Service).Elem()
+		for _, k := range so.written {
+			dv.FieldByIndex(fields[k]).Set(sv.FieldByIndex(fields[k]))
+		}
+	}
+	return out
+}
+
 // Graph reports whether the scenario describes services rather than one
 // server.
 func (s *Scenario) Graph() bool { return s.Services != nil }
@@ -495,6 +577,7 @@ func (s *Scenario) validateGraph(p *problems) {
 	s.validateCycles(p, names)
 	for i := range s.Strategies {
 		s.validateEdges(p, i, names)
+		s.validateOverrides(p, i, names)
 	}
 }
 
@@ -541,6 +624,46 @@ func (s *Scenario) validateCall(p *problems, i, j int, names map[string]int) {
 		s.validatePolicy(p, &st, []layer{{c.Retry, path + ".retry"}}, path+".retry")
 	}
 }
+
+// validateOverrides checks strategy i's changes to services: each names a
+// service, and the service it makes is valid (its problems placed at the
+// strategy's fields).
+func (s *Scenario) validateOverrides(p *problems, i int, names map[string]int) {
+	st := &s.Strategies[i]
+	path := fmt.Sprintf("strategies[%d].services", i)
+	if len(st.Services.ByName) == 0 {
+		return
+	}
+	deployed := s.ServicesFor(st)
+	for _, name := range st.Services.order {
+		k, ok := names[name]
+		if !ok {
+			p.add(path+"."+name, "unknown service %q (want one of %s)", name, strings.Join(s.serviceNames(), ", "))
+			continue
+		}
+		var sub problems
+		svc := &deployed[k]
+		from := fmt.Sprintf("services[%d]", k)
+		svc.Server.validate(&sub, from, max(svc.Replicas, 1), svc.Cache != nil)
+		if svc.Replicas < 1 || svc.Replicas > MaxReplicas {
+			sub.add(from+".replicas", "must be between 1 and %d, got %d", MaxReplicas, svc.Replicas)
+		}
+		sub.oneOf(from+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
+		sub.oneOf(from+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue)
+		for _, err := range sub {
+			fe := err.(*FieldError)
+			rest := strings.TrimPrefix(fe.Path, from+".")
+			key, _, _ := strings.Cut(rest, ".")
+			key, _, _ = strings.Cut(key, "[")
+			if st.Services.ByName[name].Wrote(key) {
+				p.once(path+"."+name+"."+rest, "%s", fe.Msg)
+			}
+		}
+	}
+}
+
+// Wrote reports whether the override set the service field key.
+func (o *ServiceOverride) Wrote(key string) bool { return o != nil && slices.Contains(o.written, key) }
 
 // validateCycles reports a call cycle, with its path.
 func (s *Scenario) validateCycles(p *problems, names map[string]int) {

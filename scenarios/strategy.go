@@ -35,6 +35,10 @@ type Strategy struct {
 	// downstream attempt's timeout, and drops (counted) work whose
 	// deadline has passed; default false.
 	DeadlinePropagation bool `yaml:"deadline_propagation"`
+	// Services changes, for this strategy only, fields of named services
+	// of the graph: the strategy compares deployments (a queue
+	// discipline, a balancer, more replicas) as well as retry policies.
+	Services ServiceOverrides `yaml:"services"`
 }
 
 // NewStrategy returns a strategy with every default set.

@@ -98,11 +98,12 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	if all := sc.AllOutages(); len(all) > 0 {
 		g.lastOutageEnd = all[len(all)-1].End()
 	}
-	g.services = make([]service, len(sc.Services))
-	for i := range sc.Services {
-		g.services[i] = newService(&sc.Services[i], buckets)
-		if c := sc.Services[i].Cache; c != nil {
-			g.services[i].cache = newCache(c, sc.Services[i].Outages, g.rCache)
+	deployed := sc.ServicesFor(st)
+	g.services = make([]service, len(deployed))
+	for i := range deployed {
+		g.services[i] = newService(&deployed[i], buckets)
+		if c := deployed[i].Cache; c != nil {
+			g.services[i].cache = newCache(c, deployed[i].Outages, g.rCache)
 		}
 		g.run.Services = append(g.run.Services, g.services[i].stats)
 	}

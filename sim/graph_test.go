@@ -474,3 +474,41 @@ strategies:
 	assert.Equal(t, "", st.Edges[0].From)
 	assert.Equal(t, st.Amplification, st.Edges[0].Amplification)
 }
+
+// TestStrategiesChangeServices: a strategy's services section deploys
+// the graph differently for it alone: here a LIFO queue, against the
+// scenario's FIFO, under overload.
+func TestStrategiesChangeServices(t *testing.T) {
+	sc, res := runGraph(t, `
+duration: 2m
+services:
+  - {name: api, concurrency: 10, service_time: {dist: exponential, mean: 100ms}}
+network: {latency: 1ms}
+workload: {requests: 0, arrival: {kind: poisson, rate: 200, from: 0s, until: 60s}}
+strategies:
+  - {name: fifo, backoff: {kind: none}, max_attempts: 1, timeout: 1s}
+  - {name: lifo, backoff: {kind: none}, max_attempts: 1, timeout: 1s, services: {api: {queue_discipline: lifo, replicas: 2}}}
+`)
+	fifo, lifo := res.Summary.Strategies[0], res.Summary.Strategies[1]
+	assert.Less(t, fifo.DeliveredRatio, 0.05)
+	assert.Greater(t, lifo.DeliveredRatio, 0.9, "two LIFO replicas serve the whole load in time")
+	assert.Equal(t, "fifo", sc.Services[0].QueueDiscipline, "the scenario's own service is unchanged")
+	require.NotNil(t, fifo.PeakLoadRatio)
+	require.NotNil(t, lifo.PeakLoadRatio)
+	assert.InDelta(t, *fifo.PeakLoadRatio/2, *lifo.PeakLoadRatio, 0.1*(*lifo.PeakLoadRatio), "each strategy's ratio is to its own capacity")
+
+	_, err := scenarios.Parse("x.yaml", []byte(`
+services: [{name: api}]
+workload: {requests: 10}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1, services: {db: {replicas: 2}, api: {queue_discipline: stack, calls: []}}}
+`))
+	require.Error(t, err)
+	for _, want := range []string{
+		`x.yaml:5:70: strategies[0].services.db: unknown service "db" (want one of api)`,
+		`strategies[0].services.api.queue_discipline: unknown value "stack"`,
+		`strategies[0].services.api.calls: not changed by a strategy`,
+	} {
+		assert.Contains(t, err.Error(), want)
+	}
+}

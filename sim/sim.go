@@ -177,7 +177,7 @@ func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 		summary.QueueLimit = &limit
 	}
 	for i := 0; i+sc.Runs <= len(runs); i += sc.Runs {
-		st := Summarize(runs[i:i+sc.Runs], setup)
+		st := Summarize(runs[i:i+sc.Runs], strategySetup(sc, setup, runs[i].Strategy))
 		st.Index = slices.IndexFunc(sc.Strategies, func(x scenarios.Strategy) bool { return x.Name == st.Name })
 		summary.Strategies = append(summary.Strategies, st)
 	}
@@ -235,6 +235,23 @@ func Setup(sc *scenarios.Scenario) results.Setup {
 		s.LastOutageEnd = all[len(all)-1].End()
 	}
 	return s
+}
+
+// strategySetup returns the setup of strategy name's figures: the
+// scenario's, with the capacity of the target as the strategy deploys it
+// (its services section may change it).
+func strategySetup(sc *scenarios.Scenario, setup results.Setup, name string) results.Setup {
+	k := slices.IndexFunc(sc.Strategies, func(x scenarios.Strategy) bool { return x.Name == name })
+	if !sc.Graph() || k < 0 || len(sc.Strategies[k].Services.ByName) == 0 {
+		return setup
+	}
+	t := sc.ServicesFor(&sc.Strategies[k])[sc.TargetIndex()]
+	setup.Capacity = t.Capacity()
+	setup.Concurrency = 0
+	if !t.Concurrency.Unlimited() {
+		setup.Concurrency = int(t.Concurrency) * t.Replicas
+	}
+	return setup
 }
 
 // Summarize computes one strategy's summary from its runs: the figures of
