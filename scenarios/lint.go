@@ -544,7 +544,7 @@ func (s *Scenario) lintGraph(report func(r LintRule, path, format string, args .
 		}
 		if len(retrying) > 1 && len(unbudgeted) > 0 {
 			add(ruleLayeredRetries, where,
-				"retries at %d layers (%s), without a budget at %s: the attempts multiply layer by layer while the bottom fails; "+
+				"retries in %d places (%s), without a budget at %s: the attempts multiply layer by layer while the bottom fails; "+
 					"retry at one layer, or give each a budget, or silence HL010 with a reason",
 				len(retrying), strings.Join(retrying, ", "), strings.Join(unbudgeted, ", "))
 		}
