@@ -3,8 +3,10 @@ package scenarios
 import (
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -253,4 +255,22 @@ func FuzzParse(f *testing.F) {
 		}
 		s.Describe()
 	})
+}
+
+// TestReadmeScenariosParse: every complete scenario the README shows (a
+// yaml block with strategies) parses and validates.
+func TestReadmeScenariosParse(t *testing.T) {
+	data, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(data), -1)
+	n := 0
+	for i, b := range blocks {
+		if !strings.Contains(b[1], "\nstrategies:") {
+			continue
+		}
+		n++
+		_, err := Parse(fmt.Sprintf("readme-block-%d.yaml", i), []byte(b[1]))
+		assert.NoError(t, err)
+	}
+	assert.GreaterOrEqual(t, n, 2, "the README shows a server scenario and a graph")
 }

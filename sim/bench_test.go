@@ -39,3 +39,32 @@ func BenchmarkMillion(b *testing.B) {
 		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
 	}
 }
+
+// BenchmarkMillionChain times the service-graph yardstick: a million
+// fleet requests into a three-layer chain through a 30 s outage at the
+// bottom, retried at every layer (scenarios/million-chain.yaml).
+func BenchmarkMillionChain(b *testing.B) {
+	sc, err := scenarios.Load("../scenarios/million-chain.yaml")
+	require.NoError(b, err)
+	b.ReportAllocs()
+	var events, attempts int64
+	for b.Loop() {
+		b.StopTimer()
+		debug.FreeOSMemory()
+		b.StartTimer()
+		res, err := Run(context.Background(), sc, Options{Parallel: 1})
+		require.NoError(b, err)
+		events += res.Runs[0].Events
+		for _, s := range res.Runs[0].Services {
+			attempts += s.Attempts
+		}
+	}
+	s := b.Elapsed().Seconds()
+	b.ReportMetric(float64(events)/s, "events/s")
+	b.ReportMetric(float64(attempts)/s, "attempts/s")
+	b.ReportMetric(s/float64(b.N), "wall-s/run")
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
+	}
+}

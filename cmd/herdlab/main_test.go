@@ -3,10 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
 )
 
 // herdlab runs the command line and returns its exit code and outputs.
@@ -81,4 +86,26 @@ func TestVersion(t *testing.T) {
 	code, out, _ := herdlab("version")
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(out, "herdlab "), out)
+}
+
+// TestGraphsRunInTheSimulatorOnly: serve and replay refuse a graph of
+// services (exit 2, at the services field) rather than serve a model it
+// does not describe; run simulates it and writes services.csv.
+func TestGraphsRunInTheSimulatorOnly(t *testing.T) {
+	for _, args := range [][]string{
+		{"serve", "--scenario", "../../scenarios/slow-replica.yaml"},
+		{"replay", "../../scenarios/slow-replica.yaml"},
+	} {
+		code, _, stderr := herdlab(args...)
+		assert.Equal(t, 2, code, args)
+		assert.Contains(t, stderr, "slow-replica.yaml:18:3: services: ", args)
+		assert.Contains(t, stderr, "runs in the simulator only", args)
+	}
+	out := t.TempDir()
+	code, stdout, stderr := herdlab("run", "../../scenarios/slow-replica.yaml", "--runs", "1", "--out", out, "--no-charts")
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "power-of-two  store")
+	data, err := os.ReadFile(filepath.Join(out, "services.csv"))
+	require.NoError(t, err)
+	assert.True(t, strings.HasPrefix(string(data), results.ServicesHeader))
 }

@@ -142,6 +142,10 @@ func replay(c *cli, fs *flag.FlagSet) int {
 	if err := sim.CheckStrategies(sc, o.only); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
+	if sc.Graph() {
+		line, col := sc.Position("services")
+		return fail(exitBadInput, "%s:%d:%d: services: replay drives a fleet against one server; a graph of services runs in the simulator only, for now (herdlab run)", sc.File(), line, col)
+	}
 	if sc.Server.Model == scenarios.ModelOCC && o.target == "" {
 		return fail(exitBadInput, "the test server has no occ model: simulate it with herdlab run, or name a --target")
 	}

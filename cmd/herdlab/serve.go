@@ -154,6 +154,10 @@ func serve(c *cli, fs *flag.FlagSet) int {
 		return exitBadInput
 	}
 	o.server.Seed = sc.Seed
+	if sc.Graph() {
+		line, col := sc.Position("services")
+		return fail(exitBadInput, "%s:%d:%d: services: the test server serves one server's model; a graph of services runs in the simulator only, for now (herdlab run)", o.file, line, col)
+	}
 	if sc.Server.Model == scenarios.ModelOCC {
 		return fail(exitBadInput, "%s: %v", o.file, realhttp.ErrServerModel)
 	}
