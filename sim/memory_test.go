@@ -61,7 +61,8 @@ func peakHeap(f func()) int64 {
 // estimate must cover the run, without being so far above that it would
 // refuse what fits.
 func TestEstimateCoversTheRuns(t *testing.T) {
-	for _, file := range []string{"thundering-herd", "dispatcher", "circuit-breaker", "metastable", "retry-after", "aws-occ-10", "dlq-replay"} {
+	for _, file := range []string{"thundering-herd", "dispatcher", "circuit-breaker", "metastable", "retry-after", "aws-occ-10", "dlq-replay",
+		"layered-retries", "cache-flush", "checkout", "million-chain"} {
 		sc, err := scenarios.Load("../scenarios/" + file + ".yaml")
 		require.NoError(t, err)
 		for i := range sc.Strategies {
