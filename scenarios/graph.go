@@ -292,22 +292,30 @@ func (e *EdgePolicy) decodeNode(d *decoder, n *yaml.Node, path string) bool {
 		return true
 	}
 	e.Strategy = NewStrategy("")
-	e.written = nil
+	e.written = d.partial(n, path, reflect.ValueOf(&e.Strategy).Elem(), notEdgeFields, "not an edge field")
+	return true
+}
+
+// partial decodes the mapping n into v (a struct with its defaults set)
+// as a layer over others: the keys in refused are reported with what
+// and their reason, and the fields written are returned, in file order.
+func (d *decoder) partial(n *yaml.Node, path string, v reflect.Value, refused map[string]string, what string) []string {
+	var written []string
 	kept := *n
 	kept.Content = nil
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		key := n.Content[i]
-		if why, bad := notEdgeFields[key.Value]; bad {
-			d.failAt(key, join(path, key.Value), "not an edge field: %s", why)
+		if why, bad := refused[key.Value]; bad {
+			d.failAt(key, join(path, key.Value), "%s: %s", what, why)
 			continue
 		}
 		kept.Content = append(kept.Content, key, n.Content[i+1])
-		if _, known := yamlFields(reflect.TypeFor[Strategy]())[key.Value]; known && !slices.Contains(e.written, key.Value) {
-			e.written = append(e.written, key.Value)
+		if _, known := yamlFields(v.Type())[key.Value]; known && !slices.Contains(written, key.Value) {
+			written = append(written, key.Value)
 		}
 	}
-	d.structure(&kept, reflect.ValueOf(&e.Strategy).Elem(), path)
-	return true
+	d.structure(&kept, v, path)
+	return written
 }
 
 // Wrote reports whether the policy's file set the strategy field key.
@@ -352,21 +360,8 @@ func (o *ServiceOverrides) decodeNode(d *decoder, n *yaml.Node, path string) boo
 		}
 		so := &ServiceOverride{}
 		so.Service.setDefaults()
-		kept := *val
-		kept.Content = nil
-		for k := 0; k+1 < len(val.Content); k += 2 {
-			field := val.Content[k]
-			if why, bad := notOverridable[field.Value]; bad {
-				d.failAt(field, join(sub, field.Value), "not changed by a strategy: %s", why)
-				continue
-			}
-			kept.Content = append(kept.Content, field, val.Content[k+1])
-			if _, known := yamlFields(reflect.TypeFor[Service]())[field.Value]; known && !slices.Contains(so.written, field.Value) {
-				so.written = append(so.written, field.Value)
-			}
-		}
 		d.where[sub] = pos{val.Line, val.Column}
-		d.structure(&kept, reflect.ValueOf(&so.Service).Elem(), sub)
+		so.written = d.partial(val, sub, reflect.ValueOf(&so.Service).Elem(), notOverridable, "not changed by a strategy")
 		o.ByName[key.Value] = so
 		o.order = append(o.order, key.Value)
 	}
@@ -722,7 +717,7 @@ func (s *Scenario) validateEdges(p *problems, i int, names map[string]int) {
 		copyFields(&merged, &d.Strategy, d.written)
 		s.validatePolicy(p, &merged, []layer{{d, path + ".edges.default"}}, path+".edges.default")
 	}
-	timeouts := s.incomingTimeouts(st)
+	timeouts, _ := s.incomingTimeouts(st)
 	for ci := range s.Services {
 		caller := &s.Services[ci]
 		for j := range caller.Calls {
@@ -759,20 +754,26 @@ func (s *Scenario) validateEdges(p *problems, i int, names map[string]int) {
 	}
 }
 
-// incomingTimeouts returns, for strategy st, the longest attempt timeout
-// with which each service is called.
-func (s *Scenario) incomingTimeouts(st *Strategy) []time.Duration {
-	out := make([]time.Duration, len(s.Services))
-	out[s.TargetIndex()] = st.Timeout
+// incomingTimeouts returns, for strategy st, the longest and the
+// shortest attempt timeout with which each service is called (0: it is
+// not called).
+func (s *Scenario) incomingTimeouts(st *Strategy) (longest, shortest []time.Duration) {
+	longest = make([]time.Duration, len(s.Services))
+	shortest = make([]time.Duration, len(s.Services))
+	longest[s.TargetIndex()], shortest[s.TargetIndex()] = st.Timeout, st.Timeout
 	for _, caller := range s.Services {
 		for j := range caller.Calls {
 			c := &caller.Calls[j]
 			if k := s.ServiceIndex(c.Service); k >= 0 {
-				out[k] = max(out[k], EdgeStrategy(st, caller.Name, c).Timeout)
+				t := EdgeStrategy(st, caller.Name, c).Timeout
+				longest[k] = max(longest[k], t)
+				if shortest[k] == 0 || t < shortest[k] {
+					shortest[k] = t
+				}
 			}
 		}
 	}
-	return out
+	return longest, shortest
 }
 
 // validatePolicy validates the merged edge policy st, placing each

@@ -565,7 +565,7 @@ func (s *Scenario) lintGraph(report func(r LintRule, path, format string, args .
 		if st.DeadlinePropagation {
 			continue
 		}
-		outer := s.shortestIncoming(st)
+		_, outer := s.incomingTimeouts(st)
 		for ci := range s.Services {
 			caller := &s.Services[ci]
 			for j := range caller.Calls {
@@ -611,23 +611,4 @@ func (s *Scenario) edgeFieldPath(st *Strategy, i, ci, j int, key string) string 
 		return fmt.Sprintf("services[%d].calls[%d].retry.%s", ci, j, key)
 	}
 	return fmt.Sprintf("services[%d].calls[%d]", ci, j)
-}
-
-// shortestIncoming returns, for strategy st, the shortest attempt timeout
-// with which each service is called (0: not called).
-func (s *Scenario) shortestIncoming(st *Strategy) []time.Duration {
-	out := make([]time.Duration, len(s.Services))
-	out[s.TargetIndex()] = st.Timeout
-	for _, caller := range s.Services {
-		for j := range caller.Calls {
-			c := &caller.Calls[j]
-			if k := s.ServiceIndex(c.Service); k >= 0 {
-				t := EdgeStrategy(st, caller.Name, c).Timeout
-				if out[k] == 0 || t < out[k] {
-					out[k] = t
-				}
-			}
-		}
-	}
-	return out
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 )
 
@@ -17,7 +18,27 @@ import (
 // attempts per second and the process's peak resident set size (the
 // test binary's included).
 func BenchmarkMillion(b *testing.B) {
-	sc, err := scenarios.Load("../scenarios/million.yaml")
+	benchScenario(b, "../scenarios/million.yaml", func(r *results.Run) int64 { return r.Attempts })
+}
+
+// BenchmarkMillionChain times the service-graph yardstick: a million
+// fleet requests into a three-layer chain through a 30 s outage at the
+// bottom, retried at every layer (scenarios/million-chain.yaml).
+func BenchmarkMillionChain(b *testing.B) {
+	benchScenario(b, "../scenarios/million-chain.yaml", func(r *results.Run) int64 {
+		var n int64
+		for _, s := range r.Services {
+			n += s.Attempts
+		}
+		return n
+	})
+}
+
+// benchScenario times one run of the scenario in file at a time,
+// reporting events and attempts (as attempts counts them) per second, the
+// wall time of a run and the peak resident memory.
+func benchScenario(b *testing.B, file string, attemptsOf func(*results.Run) int64) {
+	sc, err := scenarios.Load(file)
 	require.NoError(b, err)
 	b.ReportAllocs()
 	var events, attempts int64
@@ -28,36 +49,7 @@ func BenchmarkMillion(b *testing.B) {
 		res, err := Run(context.Background(), sc, Options{Parallel: 1})
 		require.NoError(b, err)
 		events += res.Runs[0].Events
-		attempts += res.Runs[0].Attempts
-	}
-	s := b.Elapsed().Seconds()
-	b.ReportMetric(float64(events)/s, "events/s")
-	b.ReportMetric(float64(attempts)/s, "attempts/s")
-	b.ReportMetric(s/float64(b.N), "wall-s/run")
-	var ru syscall.Rusage
-	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
-		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
-	}
-}
-
-// BenchmarkMillionChain times the service-graph yardstick: a million
-// fleet requests into a three-layer chain through a 30 s outage at the
-// bottom, retried at every layer (scenarios/million-chain.yaml).
-func BenchmarkMillionChain(b *testing.B) {
-	sc, err := scenarios.Load("../scenarios/million-chain.yaml")
-	require.NoError(b, err)
-	b.ReportAllocs()
-	var events, attempts int64
-	for b.Loop() {
-		b.StopTimer()
-		debug.FreeOSMemory()
-		b.StartTimer()
-		res, err := Run(context.Background(), sc, Options{Parallel: 1})
-		require.NoError(b, err)
-		events += res.Runs[0].Events
-		for _, s := range res.Runs[0].Services {
-			attempts += s.Attempts
-		}
+		attempts += attemptsOf(res.Runs[0])
 	}
 	s := b.Elapsed().Seconds()
 	b.ReportMetric(float64(events)/s, "events/s")

@@ -126,36 +126,14 @@ func (f *fleet) final(g *graph, cl *call) {
 
 // finish counts the final state of every request of the fleet.
 func (f *fleet) finish(g *graph) {
-	run := g.run
-	drained := true
+	fin := finals{run: g.run, lastOutageEnd: g.lastOutageEnd, drained: true}
 	for i := range g.calls {
-		cl := &g.calls[i]
-		if cl.job >= 0 {
-			continue
-		}
-		run.Requests++
-		switch cl.state {
-		case stDelivered:
-		case stDead:
-			run.DeadLettered++
-			run.DeadLetteredBy[cl.reason.String()]++
-		default:
-			run.Unfinished++
-			if cl.created <= g.lastOutageEnd {
-				drained = false
-			}
+		if cl := &g.calls[i]; cl.job < 0 {
+			fin.add(cl.state, cl.reason, cl.created)
 		}
 	}
-	if run.Unfinished == 0 {
-		completion := g.completion
-		run.Completion = &completion
-	}
-	if drained {
-		drain := max(g.drain-g.lastOutageEnd, 0)
-		run.Drain = &drain
-	}
-	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests || run.Requests != int64(f.arrived) {
-		conservation("%d requests (%d arrived) but %d delivered + %d dead-lettered + %d unfinished",
-			run.Requests, f.arrived, run.Delivered, run.DeadLettered, run.Unfinished)
+	fin.close(g.completion, g.drain)
+	if g.run.Requests != int64(f.arrived) {
+		conservation("%d fleet requests arrived, %d counted at the end", f.arrived, g.run.Requests)
 	}
 }

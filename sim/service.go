@@ -323,12 +323,10 @@ func (s *service) capacity(now time.Duration, r int) int {
 		if now < o.End() || !o.Hits(r) || o.Mode == scenarios.FlushMode || o.Mode == scenarios.SlowMode {
 			continue
 		}
-		since := now - o.End()
-		if since >= wu.Duration {
-			break
+		if since := now - o.End(); since < wu.Duration {
+			return warmupSlots(since, wu, s.slots)
 		}
-		step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
-		return max(1, int((wu.From+(1-wu.From)*step)*float64(s.slots)))
+		break
 	}
 	return s.slots
 }

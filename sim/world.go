@@ -647,15 +647,19 @@ func (w *world) capacity() int {
 		if w.now < end {
 			continue
 		}
-		since := w.now - end
-		if since >= wu.Duration {
-			break
+		if since := w.now - end; since < wu.Duration {
+			return warmupSlots(since, wu, w.slots)
 		}
-		step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
-		frac := wu.From + (1-wu.From)*step
-		return max(1, int(frac*float64(w.slots)))
+		break
 	}
 	return w.slots
+}
+
+// warmupSlots returns the slots of a server with slots in full since
+// into its warmup wu: from wu.From of them, in warmupSteps steps, to all.
+func warmupSlots(since time.Duration, wu scenarios.Warmup, slots int) int {
+	step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
+	return max(1, int((wu.From+(1-wu.From)*step)*float64(slots)))
 }
 
 // takeToken takes a token from the rate limit's bucket, if one is there.
@@ -825,16 +829,7 @@ func (w *world) response(i, tag int32, o strategies.Outcome) {
 func (w *world) outcome(i int32, o strategies.Outcome) {
 	r := &w.reqs[i]
 	if r.arrived >= 0 {
-		b := &w.run.Series[min(int(r.arrived), len(w.run.Series)-1)]
-		switch o {
-		case strategies.Success:
-			b.OK++
-		case strategies.Timeout:
-			b.NotOK++
-			b.NotOKTimeout++
-		default:
-			b.NotOK++
-		}
+		classify(&w.run.Series[min(int(r.arrived), len(w.run.Series)-1)], o)
 	}
 	res := strategies.Result{Outcome: o}
 	if o == strategies.TooManyRequests && w.hints[i] > 0 {
@@ -914,33 +909,52 @@ func (w *world) replay(k int32) {
 
 // finish counts the final state of every request.
 func (w *world) finish() {
-	run := w.run
-	run.Requests = int64(len(w.reqs))
-	drained := true
+	f := finals{run: w.run, lastOutageEnd: w.lastOutageEnd, drained: true}
 	for i := range w.reqs {
 		r := &w.reqs[i]
-		switch r.state {
-		case stDelivered:
-		case stDead:
-			run.DeadLettered++
-			run.DeadLetteredBy[r.reason.String()]++
-		default:
-			run.Unfinished++
-			if r.created <= w.lastOutageEnd {
-				drained = false
-			}
+		f.add(r.state, r.reason, r.created)
+	}
+	f.close(w.completion, w.drain)
+}
+
+// finals counts the final states of a run's requests into its run.
+type finals struct {
+	run           *results.Run
+	lastOutageEnd time.Duration
+	drained       bool // every request created by the end of the outage is final
+}
+
+// add counts one request, in state, created at created.
+func (f *finals) add(state uint8, reason strategies.Reason, created time.Duration) {
+	run := f.run
+	run.Requests++
+	switch state {
+	case stDelivered:
+	case stDead:
+		run.DeadLettered++
+		run.DeadLetteredBy[reason.String()]++
+	default:
+		run.Unfinished++
+		if created <= f.lastOutageEnd {
+			f.drained = false
 		}
 	}
+}
+
+// close sets the run's completion and drain times from the latest final
+// state of any request (completion) and of one created by the end of the
+// outage (drain), and checks conservation.
+func (f *finals) close(completion, drain time.Duration) {
+	run := f.run
 	if run.Unfinished == 0 {
-		completion := w.completion // a copy: the run must not hold the world
-		run.Completion = &completion
+		run.Completion = &completion // a copy: the run must not hold the world
 	}
-	if drained {
-		drain := max(w.drain-w.lastOutageEnd, 0)
-		run.Drain = &drain
+	if f.drained {
+		d := max(drain-f.lastOutageEnd, 0)
+		run.Drain = &d
 	}
 	if got := run.Delivered + run.DeadLettered + run.Unfinished; got != run.Requests {
-		panic(fmt.Sprintf("sim: conservation broken: %d requests but %d delivered + %d dead-lettered + %d unfinished",
-			run.Requests, run.Delivered, run.DeadLettered, run.Unfinished))
+		conservation("%d requests but %d delivered + %d dead-lettered + %d unfinished",
+			run.Requests, run.Delivered, run.DeadLettered, run.Unfinished)
 	}
 }
