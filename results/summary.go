@@ -16,7 +16,9 @@ type Summary struct {
 	// QueueLimit is the most requests the server's queue holds (beyond
 	// it, attempts are rejected with 503); nil when unlimited.
 	QueueLimit *int64 `json:"queue_limit"`
-	// Outages are the server's outage windows, in order.
+	// Outages are the server's outage windows, in order; in a graph of
+	// services, every service's, in the order of their ends (the
+	// recovery counts from the last), each naming its service.
 	Outages    []Window          `json:"outages"`
 	Strategies []StrategySummary `json:"strategies"`
 	// Partial marks results of an interrupted run.
@@ -29,6 +31,10 @@ type Window struct {
 	StartS float64 `json:"start_s"`
 	EndS   float64 `json:"end_s"`
 	Mode   string  `json:"mode"`
+	// Service, in a graph of services, is the service the outage hits,
+	// and Replicas the replicas (none: all of them).
+	Service  string `json:"service,omitempty"`
+	Replicas []int  `json:"replicas,omitempty"`
 }
 
 // StrategySummary is one strategy's figures: those of its run, or with

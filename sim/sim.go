@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -165,8 +166,19 @@ func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 		HorizonS:    sc.Duration.Seconds(),
 		Outages:     []results.Window{},
 	}
-	for _, o := range sc.Target().Outages {
-		summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode})
+	if sc.Graph() {
+		// Every service's outages, by their end, as the figures count
+		// recovery from the last of them.
+		for _, svc := range sc.Services {
+			for _, o := range svc.Outages {
+				summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode, Service: svc.Name, Replicas: o.Replicas})
+			}
+		}
+		slices.SortStableFunc(summary.Outages, func(a, b results.Window) int { return cmp.Compare(a.EndS, b.EndS) })
+	} else {
+		for _, o := range sc.Server.Outages {
+			summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode})
+		}
 	}
 	setup := Setup(sc)
 	if !math.IsInf(setup.Capacity, 1) {
