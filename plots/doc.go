@@ -28,6 +28,23 @@
 //   - amplification: attempts per request of each strategy, with 95%
 //     confidence whiskers and a reference line at 1.
 //
+// For a graph of services (a summary whose strategies have Services),
+// Render then draws three more:
+//
+//   - services-load: the load on every service, a grid of panels (a row
+//     per strategy, a column per service in layer order), stacked by
+//     outcome as the load chart, each column on its own count axis with
+//     the service's capacity and outages, every panel on one time axis.
+//     Left at its default size, the image grows with the grid.
+//   - layers: each service's attempts per fleet request, grouped by
+//     service in layer order, a bar per strategy, values on the bars.
+//   - graph: the graph itself per strategy: services as boxes in layers
+//     by their longest path from the fleet, filled by their peak load
+//     over capacity (green, amber, red; grey when unlimited), and an
+//     arrow per call labelled with its attempts per fleet request.
+//     Left at its default size, the image grows until the boxes have
+//     room for their text.
+//
 // SweepCharts draws the charts of a sweep (results.Sweep): with one
 // varied field, a line chart of the sweep's metric per strategy
 // ("sweep"); with two, a heatmap per strategy ("heatmap-NAME") on one

@@ -27,6 +27,10 @@ func LoadChart(s *results.Summary, runs []*results.Run, o Options) (Chart, error
 		return Chart{}, err
 	}
 	title := s.Scenario + ": load on the server"
+	if target, ok := graphTarget(s); ok {
+		title = s.Scenario + ": load on " + target + ", the service the fleet calls"
+		s = withoutFarCapacity(s, runs)
+	}
 	groups := runsByStrategy(s, runs)
 	n := bucketCount(s, runs)
 	if o.Overlay {
@@ -37,6 +41,38 @@ func LoadChart(s *results.Summary, runs []*results.Run, o Options) (Chart, error
 	return render("load", title, o, func(c draw.Canvas, th theme) {
 		drawLoadPanels(c, th, s, title, groups, n)
 	})
+}
+
+// graphTarget returns the service the fleet calls, for a summary of a
+// graph of services.
+func graphTarget(s *results.Summary) (string, bool) {
+	if !hasGraph(s) || len(s.Strategies[0].Edges) == 0 {
+		return "", false
+	}
+	return s.Strategies[0].Edges[0].To, true
+}
+
+// withoutFarCapacity returns s without its capacity when no bucket of
+// runs comes within capacityReach of it: a gateway's capacity can be a
+// thousand times its load, and a scale up to it would flatten the load
+// to nothing. The panels' headers still give the peak's ratio.
+func withoutFarCapacity(s *results.Summary, runs []*results.Run) *results.Summary {
+	perBucket, ok := capacityPerBucket(s)
+	if !ok {
+		return s
+	}
+	var most int64
+	for _, r := range runs {
+		for _, b := range r.Series {
+			most = max(most, b.Attempts)
+		}
+	}
+	if float64(most)*capacityReach >= perBucket {
+		return s
+	}
+	c := *s
+	c.CapacityPerS = nil
+	return &c
 }
 
 // capacityStyle is the style of the capacity line.

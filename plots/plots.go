@@ -80,7 +80,8 @@ func (o Options) check() error {
 // Chart is one encoded chart.
 type Chart struct {
 	// Name is the file name without extension: "load", "recovery",
-	// "latency", "queue" or "amplification"; for a sweep, "sweep" or
+	// "latency", "queue" or "amplification", and for a service graph
+	// "services-load", "layers" or "graph"; for a sweep, "sweep" or
 	// "heatmap-" and a strategy's name.
 	Name string
 	// Title is the chart's title, which names the scenario; reports use it
@@ -107,7 +108,9 @@ func Images(charts []Chart, o Options) []results.Image {
 }
 
 // Render draws every chart of a run's results, in a fixed order: load,
-// recovery, latency, queue, amplification. s is the summary; runs are the
+// recovery, latency, queue, amplification, and for a service graph (a
+// summary whose strategies have services) services-load, layers and
+// graph. s is the summary; runs are the
 // runs of its strategies, in any order (the simulator's: strategy by
 // strategy, then run by run); a strategy without runs gets empty series.
 // The same inputs and options give the same bytes.
@@ -121,14 +124,22 @@ func RenderContext(ctx context.Context, s *results.Summary, runs []*results.Run,
 	if err := checkInputs(s, o); err != nil {
 		return nil, err
 	}
-	charts := make([]Chart, 0, 5)
-	for _, f := range []func() (Chart, error){
+	draws := []func() (Chart, error){
 		func() (Chart, error) { return LoadChart(s, runs, o) },
 		func() (Chart, error) { return RecoveryChart(s, o) },
 		func() (Chart, error) { return LatencyChart(s, runs, o) },
 		func() (Chart, error) { return QueueChart(s, runs, o) },
 		func() (Chart, error) { return AmplificationChart(s, o) },
-	} {
+	}
+	if hasGraph(s) {
+		draws = append(draws,
+			func() (Chart, error) { return ServicesLoadChart(s, runs, o) },
+			func() (Chart, error) { return LayersChart(s, o) },
+			func() (Chart, error) { return GraphChart(s, o) },
+		)
+	}
+	charts := make([]Chart, 0, len(draws))
+	for _, f := range draws {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -159,7 +170,14 @@ func checkInputs(s *results.Summary, o Options) error {
 // size, and encodes it.
 func render(name, title string, o Options, body func(c draw.Canvas, th theme)) (Chart, error) {
 	w, h := o.size()
-	th := newTheme(w, h)
+	return renderIn(name, title, o, newTheme(w, h), body)
+}
+
+// renderIn is render in theme th, whatever the options' size: a chart
+// drawn on a canvas larger than asked for keeps the fonts of the size
+// asked for.
+func renderIn(name, title string, o Options, th theme, body func(c draw.Canvas, th theme)) (Chart, error) {
+	w, h := o.size()
 	var buf bytes.Buffer
 	switch o.format() {
 	case "png":

@@ -188,9 +188,13 @@ func (o outages) labelsEnd(c draw.Canvas, p *plot.Plot) vg.Length {
 	return end
 }
 
-// outageLabel labels an outage with its mode.
+// outageLabel labels an outage with its mode, and in a graph the
+// service it hits.
 func outageLabel(w results.Window) string {
-	if w.Mode == "" {
+	switch {
+	case w.Service != "" && w.Mode != "":
+		return w.Service + ": " + w.Mode
+	case w.Mode == "":
 		return "outage"
 	}
 	return "outage: " + w.Mode

@@ -102,9 +102,17 @@ func TestGraphsRunInTheSimulatorOnly(t *testing.T) {
 		assert.Contains(t, stderr, "runs in the simulator only", args)
 	}
 	out := t.TempDir()
-	code, stdout, stderr := herdlab("run", "../../scenarios/slow-replica.yaml", "--runs", "1", "--out", out, "--no-charts")
+	code, stdout, stderr := herdlab("run", "../../scenarios/slow-replica.yaml", "--runs", "1", "--out", out)
 	require.Equal(t, 0, code, stderr)
 	assert.Contains(t, stdout, "power-of-two  store")
+	assert.Contains(t, stdout, "charts: "+filepath.Join(out, "{load,recovery,latency,queue,amplification,services-load,layers,graph}.png"))
+	for _, chart := range []string{"services-load", "layers", "graph"} {
+		assert.FileExists(t, filepath.Join(out, chart+".png"))
+	}
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "## Services")
+	assert.Contains(t, string(report), "(graph.png)")
 	data, err := os.ReadFile(filepath.Join(out, "services.csv"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), results.ServicesHeader))

@@ -125,7 +125,11 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 			results.WriteTable(c.stdout, res.Summary)
 			fmt.Fprintf(c.stdout, "\nreport: %s (and report.html)\n", filepath.Join(dir, "report.md"))
 			if charts != nil {
-				fmt.Fprintf(c.stdout, "charts: %s\n", filepath.Join(dir, "{load,recovery,latency,queue,amplification}."+charts.Format))
+				names := "{load,recovery,latency,queue,amplification}."
+				if sc.Graph() {
+					names = "{load,recovery,latency,queue,amplification,services-load,layers,graph}."
+				}
+				fmt.Fprintf(c.stdout, "charts: %s\n", filepath.Join(dir, names+charts.Format))
 			}
 			fmt.Fprintln(c.stdout)
 		}
