@@ -27,6 +27,25 @@ var Watched = []struct {
 	{"duplicates", "up"},
 }
 
+// WatchedServices are the figures of each service of a graph that a
+// baseline comparison watches, as services.NAME.FIGURE; all are worse
+// up.
+var WatchedServices = []string{"attempts", "amplification", "peak_load", "peak_load_ratio", "recovery_time_s", "wasted_work", "late_work"}
+
+// watched returns the figures watched for strategy st: Watched, then
+// each of its services' (those of a graph), with which way is worse.
+func watched(st *results.StrategySummary) (figures, worse []string) {
+	for _, w := range Watched {
+		figures, worse = append(figures, w.Figure), append(worse, w.Worse)
+	}
+	for _, sv := range st.Services {
+		for _, f := range WatchedServices {
+			figures, worse = append(figures, "services."+sv.Name+"."+f), append(worse, "up")
+		}
+	}
+	return figures, worse
+}
+
 // How --tolerance applies to a baseline figure (Result.Tolerance).
 const (
 	// ToleranceRelative: the figure may get worse by the tolerance as a
@@ -76,9 +95,10 @@ func Baseline(s, base *results.Summary, tolerance float64) []Result {
 			continue
 		}
 		now := newFigures(st)
-		for _, w := range Watched {
-			b, v := was.get(w.Figure), now.get(w.Figure)
-			r := Result{Strategy: st.Name, Figure: "baseline " + w.Figure}
+		names, worse := watched(st)
+		for k, figure := range names {
+			b, v := was.get(figure), now.get(figure)
+			r := Result{Strategy: st.Name, Figure: "baseline " + figure}
 			r.setValue(v)
 			switch {
 			case !b.ok && !v.ok:
@@ -95,7 +115,7 @@ func Baseline(s, base *results.Summary, tolerance float64) []Result {
 					by = num(tolerance) + " absolute"
 				}
 				r.Baseline, r.Tolerance = &b.x, kind
-				if w.Worse == "up" {
+				if worse[k] == "up" {
 					limit := b.x + d
 					r.Bound, r.Max, r.Pass = fmt.Sprintf("<= %s (baseline %s +%s)", num(limit), num(b.x), by), &limit, v.x <= limit
 				} else {

@@ -451,3 +451,25 @@ checks:
 	assert.Contains(t, err.Error(), `graph.yaml:6:46: checks[0].services.db.amplification: no service "db" (the graph has api)`)
 	assert.Contains(t, err.Error(), `checks[1].services.api.speed: unknown figure (a service's figure is services.NAME.FIGURE`)
 }
+
+// TestBaselineWatchesServices: a graph's baseline comparison watches each
+// service's figures too: a service whose attempts grew past the
+// tolerance regresses, though the strategy's own figures did not move.
+func TestBaselineWatchesServices(t *testing.T) {
+	summary := func(db float64) *results.Summary {
+		return &results.Summary{Runs: 1, Strategies: []results.StrategySummary{{Name: "s",
+			Figures:  results.Figures{Attempts: 100, Amplification: 1, Requests: 100, Delivered: 100, DeliveredRatio: 1},
+			Services: []results.ServiceFigures{{Name: "api", Attempts: 100, Amplification: 1}, {Name: "db", Attempts: db, Amplification: db / 100}}}}}
+	}
+	failed := func(rs []Result) []string {
+		var out []string
+		for _, r := range rs {
+			if r.Failed() {
+				out = append(out, r.Figure)
+			}
+		}
+		return out
+	}
+	assert.Empty(t, failed(Baseline(summary(400), summary(400), 0.05)))
+	assert.Equal(t, []string{"baseline services.db.attempts", "baseline services.db.amplification"}, failed(Baseline(summary(500), summary(400), 0.05)))
+}
