@@ -495,6 +495,42 @@ func copyFields(dst, src *Strategy, keys []string) {
 
 // validateGraph checks the services, their calls and the strategies'
 // edges.
+// validate checks service svc's own fields (not its calls) at path,
+// over a horizon.
+func (svc *Service) validate(p *problems, path string, horizon time.Duration) {
+	if svc.Model == ModelOCC {
+		p.add(path+".model", "model occ is a single row, not a service of a graph")
+	}
+	switch {
+	case svc.Replicas < 1:
+		p.add(path+".replicas", "must be >= 1, got %d", svc.Replicas)
+	case svc.Replicas > MaxReplicas:
+		p.add(path+".replicas", "%d replicas is too many (at most %d)", svc.Replicas, MaxReplicas)
+	}
+	svc.Server.validate(p, path, max(svc.Replicas, 1), svc.Cache != nil)
+	if c := svc.Cache; c != nil {
+		c.validate(p, path+".cache")
+	}
+	svc.Server.validateHorizon(p, path, horizon)
+	p.oneOf(path+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
+	if p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue) {
+		p.positive(path+".adaptive_lifo.congested", svc.AdaptiveLIFO.Congested)
+		p.positive(path+".codel.target", svc.CoDel.Target)
+		if svc.CoDel.Interval <= svc.CoDel.Target {
+			p.add(path+".codel.interval", "must be longer than the target (%s), got %s", svc.CoDel.Target, svc.CoDel.Interval)
+		}
+	}
+	if svc.Shed != nil {
+		p.positive(path+".shed.queue_delay", svc.Shed.QueueDelay)
+	}
+	if h := svc.Health; h != nil {
+		if h.Consecutive < 1 {
+			p.add(path+".health.consecutive", "must be >= 1, got %d", h.Consecutive)
+		}
+		p.positive(path+".health.eject_for", h.EjectFor)
+	}
+}
+
 func (s *Scenario) validateGraph(p *problems) {
 	if len(s.Services) == 0 {
 		p.add("services", "at least one service is needed")
@@ -510,37 +546,7 @@ func (s *Scenario) validateGraph(p *problems) {
 		} else if svc.Name != "" {
 			names[svc.Name] = i
 		}
-		if svc.Model == ModelOCC {
-			p.add(path+".model", "model occ is a single row, not a service of a graph")
-		}
-		switch {
-		case svc.Replicas < 1:
-			p.add(path+".replicas", "must be >= 1, got %d", svc.Replicas)
-		case svc.Replicas > MaxReplicas:
-			p.add(path+".replicas", "%d replicas is too many (at most %d)", svc.Replicas, MaxReplicas)
-		}
-		svc.Server.validate(p, path, max(svc.Replicas, 1), svc.Cache != nil)
-		if c := svc.Cache; c != nil {
-			c.validate(p, path+".cache")
-		}
-		svc.Server.validateHorizon(p, path, s.Duration)
-		p.oneOf(path+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
-		if p.oneOf(path+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue) {
-			p.positive(path+".adaptive_lifo.congested", svc.AdaptiveLIFO.Congested)
-			p.positive(path+".codel.target", svc.CoDel.Target)
-			if svc.CoDel.Interval <= svc.CoDel.Target {
-				p.add(path+".codel.interval", "must be longer than the target (%s), got %s", svc.CoDel.Target, svc.CoDel.Interval)
-			}
-		}
-		if svc.Shed != nil {
-			p.positive(path+".shed.queue_delay", svc.Shed.QueueDelay)
-		}
-		if h := svc.Health; h != nil {
-			if h.Consecutive < 1 {
-				p.add(path+".health.consecutive", "must be >= 1, got %d", h.Consecutive)
-			}
-			p.positive(path+".health.eject_for", h.EjectFor)
-		}
+		svc.validate(p, path, s.Duration)
 	}
 	for i := range s.Services {
 		for j := range s.Services[i].Calls {
@@ -637,14 +643,8 @@ func (s *Scenario) validateOverrides(p *problems, i int, names map[string]int) {
 			continue
 		}
 		var sub problems
-		svc := &deployed[k]
 		from := fmt.Sprintf("services[%d]", k)
-		svc.Server.validate(&sub, from, max(svc.Replicas, 1), svc.Cache != nil)
-		if svc.Replicas < 1 || svc.Replicas > MaxReplicas {
-			sub.add(from+".replicas", "must be between 1 and %d, got %d", MaxReplicas, svc.Replicas)
-		}
-		sub.oneOf(from+".balancer", svc.Balancer, RoundRobin, RandomBalancer, LeastOutstanding, PowerOfTwoChoices)
-		sub.oneOf(from+".queue_discipline", svc.QueueDiscipline, FIFO, LIFO, AdaptiveLIFOQueue, CoDelQueue)
+		deployed[k].validate(&sub, from, s.Duration)
 		for _, err := range sub {
 			fe := err.(*FieldError)
 			rest := strings.TrimPrefix(fe.Path, from+".")

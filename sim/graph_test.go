@@ -501,13 +501,14 @@ strategies:
 services: [{name: api}]
 workload: {requests: 10}
 strategies:
-  - {name: s, backoff: {kind: none}, max_attempts: 1, services: {db: {replicas: 2}, api: {queue_discipline: stack, calls: []}}}
+  - {name: s, backoff: {kind: none}, max_attempts: 1, services: {db: {replicas: 2}, api: {queue_discipline: stack, calls: [], health: {consecutive: 0}}}}
 `))
 	require.Error(t, err)
 	for _, want := range []string{
 		`x.yaml:5:70: strategies[0].services.db: unknown service "db" (want one of api)`,
 		`strategies[0].services.api.queue_discipline: unknown value "stack"`,
 		`strategies[0].services.api.calls: not changed by a strategy`,
+		`strategies[0].services.api.health.consecutive: must be >= 1, got 0`,
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
