@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"strings"
 	"testing"
 
@@ -512,4 +513,26 @@ strategies:
 	} {
 		assert.Contains(t, err.Error(), want)
 	}
+}
+
+// TestOpenBreakerDrainsALongQueueWithoutRecursion: with an inner edge's
+// breaker open, every queued job fails at once when it starts, which
+// starts the next: 200,000 of them are taken in a loop, not a recursion
+// as deep as the queue (which would pass the 32 MB stack this test
+// allows: the binary would crash).
+func TestOpenBreakerDrainsALongQueueWithoutRecursion(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(32 << 20))
+	_, res := runGraph(t, `
+duration: 2m
+services:
+  - {name: api, concurrency: 1, service_time: 1ms, calls: [{service: db, retry: {max_attempts: 1, breaker: {consecutive: 1, open_for: 10m, counts_as_attempt: true}}}]}
+  - {name: db, outages: [{start: 0s, duration: 2m, mode: error}]}
+network: {latency: 1ms}
+workload: {requests: 200000, arrival: {kind: burst, at: 0s}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 10m}
+`)
+	st := res.Summary.Strategies[0]
+	assert.Equal(t, 200000.0, st.DeadLettered)
+	assert.Equal(t, 1.0, serviceOf(st, "db").Attempts, "one attempt opens the breaker; the rest are short-circuited")
 }

@@ -292,12 +292,23 @@ func (g *graph) expireJob(j int32) {
 
 // startQueued starts queued jobs of replica r while it has free slots,
 // in the service's queue discipline.
+//
+// A job started may end at once (its first call refused by an open
+// breaker), and end calls startQueued again: that call returns, and this
+// loop takes the next job, so that a long queue does not make as deep a
+// recursion.
 func (s *service) startQueued(g *graph, r int32) {
+	rep := &s.replicas[r]
+	if rep.starting {
+		return
+	}
+	rep.starting = true
 	for s.replicas[r].busy < s.capacity(g.now, int(r)) {
 		j, ok := s.take(g, r)
 		if !ok {
-			return
+			break
 		}
 		g.start(j)
 	}
+	s.replicas[r].starting = false
 }

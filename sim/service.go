@@ -65,6 +65,7 @@ type replica struct {
 	queueArea   float64
 	queueMax    int
 	codel       codelState
+	starting    bool // startQueued is taking jobs from its queue
 }
 
 // codelState is a CoDel queue's state (see codelPop).
