@@ -123,7 +123,6 @@ func (s *Scenario) describeGraph(b *strings.Builder) {
 		if svc.Replicas > 1 {
 			fmt.Fprintf(b, "%d replicas (%s) of ", svc.Replicas, svc.Balancer)
 		}
-		describeServer(b, &svc.Server)
 		if len(svc.Calls) > 0 {
 			calls := make([]string, len(svc.Calls))
 			for k, c := range svc.Calls {
@@ -132,7 +131,8 @@ func (s *Scenario) describeGraph(b *strings.Builder) {
 					calls[k] += fmt.Sprintf(" x%d", c.Fanout)
 				}
 			}
-			fmt.Fprintf(b, ", calls %s", strings.Join(calls, ", "))
+			fmt.Fprintf(b, "calls %s; ", strings.Join(calls, ", "))
 		}
+		describeServer(b, &svc.Server)
 	}
 }

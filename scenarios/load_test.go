@@ -274,3 +274,16 @@ func TestReadmeScenariosParse(t *testing.T) {
 	}
 	assert.GreaterOrEqual(t, n, 2, "the README shows a server scenario and a graph")
 }
+
+func TestDescribeAGraph(t *testing.T) {
+	s, err := Parse("g.yaml", []byte(`services:
+  - {name: api, concurrency: 10, service_time: 10ms, calls: [{service: db, fanout: 2}]}
+  - {name: db, replicas: 3, balancer: random, concurrency: 5, service_time: 5ms, outages: [{start: 0s, duration: 10s, mode: error, replicas: [1]}]}
+workload: {requests: 100}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	assert.Equal(t, "100 requests in a burst at 0s, one sender each; 2 services, the fleet calls api; "+
+		"api: calls db x2; 10 slots x 10ms (1,000 req/s); no outage; "+
+		"db: 3 replicas (random) of 5 slots x 5ms (1,000 req/s); outages: error 0s-10s (replicas [1]); 15m0s horizon; strategies: s", s.Describe())
+}
