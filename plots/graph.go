@@ -611,7 +611,7 @@ func drawGraphPanels(c, body draw.Canvas, th theme, s *results.Summary, g graphL
 		c.SetLineStyle(draw.LineStyle{Color: panelBorder, Width: 0.8 * vg.Length(th.scale)})
 		c.Stroke(roundedRect(panel, th.pad))
 		at := vg.Point{X: panel.Min.X + th.pad, Y: panel.Max.Y - th.pad/2}
-		drawGraphHeader(c, th, header, at, w-2*th.pad, st, colors[i])
+		drawGraphHeader(c, header, at, w-2*th.pad, st, colors[i])
 		area := panel
 		area.Max.Y -= z.headerH
 		area.Min.X += th.pad
@@ -623,26 +623,11 @@ func drawGraphPanels(c, body draw.Canvas, th theme, s *results.Summary, g graphL
 
 // drawGraphHeader writes the strategy's name in its colour, then as many
 // of its figures as fit in width.
-func drawGraphHeader(c draw.Canvas, th theme, sty text.Style, at vg.Point, width vg.Length, st results.StrategySummary, clr int) {
-	name := withFont(withColor(sty, strategyColor(clr)), bold)
-	c.FillText(name, at, st.Name)
-	x := at.X + name.Width(st.Name) + sty.Font.Size
-	rest := withColor(sty, noteColor)
-	txt := ""
-	for _, part := range []string{
+func drawGraphHeader(c draw.Canvas, sty text.Style, at vg.Point, width vg.Length, st results.StrategySummary, clr int) {
+	drawHeader(c, sty, at, width, st.Name, clr, []string{
 		fmt.Sprintf("%s attempts per request at the target", decimal(st.Amplification, 3)),
 		fmt.Sprintf("%s delivered", percent(st.DeliveredRatio)),
-	} {
-		try := part
-		if txt != "" {
-			try = txt + "  ·  " + part
-		}
-		if x+rest.Width(try) > at.X+width {
-			break
-		}
-		txt = try
-	}
-	c.FillText(rest, vg.Point{X: x, Y: at.Y}, txt)
+	})
 }
 
 // drawGraph draws the graph of strategy i in area: the boxes, then the

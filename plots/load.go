@@ -250,13 +250,19 @@ const maxPanelColumns = 4
 // colour index clr, then as many of its figures as fit in width.
 func drawPanelHeader(c draw.Canvas, th theme, sty text.Style, at vg.Point, width vg.Length, s *results.Summary, i, clr int) {
 	st := s.Strategies[i]
+	drawHeader(c, sty, at, width, st.Name, clr, panelFigures(s, st))
+}
+
+// drawHeader writes a strategy's name in bold in its colour clr, then as
+// many of parts as fit in width, joined by dots.
+func drawHeader(c draw.Canvas, sty text.Style, at vg.Point, width vg.Length, strategy string, clr int, parts []string) {
 	name := withFont(withColor(sty, strategyColor(clr)), bold)
-	c.FillText(name, at, st.Name)
-	x := at.X + name.Width(st.Name) + sty.Font.Size
+	c.FillText(name, at, strategy)
+	x := at.X + name.Width(strategy) + sty.Font.Size
 	// The figures in one text, so that no font can make them overlap.
 	rest := withColor(sty, noteColor)
 	txt := ""
-	for _, part := range panelFigures(s, st) {
+	for _, part := range parts {
 		try := part
 		if txt != "" {
 			try = txt + "  ·  " + part
