@@ -256,6 +256,11 @@ func (f figures) get(name string) value {
 	if name == "recovery_time_s" && f.nothingLeft {
 		return value{why: "nothing left to recover: every request was given up or delivered before the outage ended"}
 	}
+	if svc, fig, ok := scenarios.ServiceFigure(name); ok && fig == "recovery_time_s" {
+		if n, ok := f.mean.Get("services." + svc + ".attempts_after_outage"); ok && n == 0 {
+			return value{why: "no load: nothing reached " + svc + " after the outage"}
+		}
+	}
 	x, ok := f.mean.Get(name)
 	if !ok {
 		return value{why: noValue(name)}

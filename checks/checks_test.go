@@ -421,11 +421,12 @@ checks:
     services.db.main.recovery_time_s: {max: 60}
   - strategy: edge-only
     services.api.amplification: {max: 3}
+    services.db.main.recovery_time_s: {max: 60}
   - compare: edge-only.services.db.main.attempts <= 0.5 * every-layer.services.db.main.attempts
 `))
 	require.NoError(t, err)
 	s := &results.Summary{Runs: 1, Strategies: []results.StrategySummary{
-		{Name: "every-layer", Services: []results.ServiceFigures{{Name: "api", Amplification: 3}, {Name: "db.main", Amplification: 9, Attempts: 900}}},
+		{Name: "every-layer", Services: []results.ServiceFigures{{Name: "api", Amplification: 3}, {Name: "db.main", Amplification: 9, Attempts: 900, AttemptsAfterOutage: 10}}},
 		{Name: "edge-only", Services: []results.ServiceFigures{{Name: "api", Amplification: 3}, {Name: "db.main", Amplification: 3, Attempts: 300}}},
 	}}
 	var got []string
@@ -436,6 +437,7 @@ checks:
 		"every-layer services.db.main.amplification 9 PASS ",
 		"every-layer services.db.main.recovery_time_s never recovered FAIL no value",
 		"edge-only services.api.amplification 3 PASS ",
+		"edge-only services.db.main.recovery_time_s no load: nothing reached db.main after the outage FAIL no value",
 		" edge-only.services.db.main.attempts <= 0.5 * every-layer.services.db.main.attempts 300 <= 450 PASS ",
 	}, got)
 

@@ -418,3 +418,17 @@ func TestWriteFiles(t *testing.T) {
 	require.ErrorContains(t, WriteFiles(dir, failing), "boom")
 	assert.NoFileExists(t, filepath.Join(dir, "c.txt"), "a failed write leaves nothing")
 }
+
+// TestServiceTableSaysNoLoad: a service that nothing reached after the
+// outage has no recovery to speak of: "no load", not "0s".
+func TestServiceTableSaysNoLoad(t *testing.T) {
+	zero := 0.0
+	s := &Summary{Strategies: []StrategySummary{{Name: "s", Services: []ServiceFigures{
+		{Name: "api", RecoveryTimeS: &zero, AttemptsAfterOutage: 5},
+		{Name: "db", RecoveryTimeS: &zero},
+	}}}}
+	rows := serviceRows(s)
+	require.Len(t, rows, 3)
+	assert.Equal(t, "0s", rows[1][5])
+	assert.Equal(t, "no load", rows[2][5])
+}

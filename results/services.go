@@ -104,13 +104,18 @@ type ServiceFigures struct {
 	PeakLoadOverall float64  `json:"peak_load_overall"`
 	RecoveryTimeS   *float64 `json:"recovery_time_s"`
 	RecoveredRuns   int      `json:"recovered_runs"`
-	Processed       float64  `json:"processed"`
-	Duplicates      float64  `json:"duplicates"`
-	Wasted          float64  `json:"wasted_work"`
-	LateWork        float64  `json:"late_work"`
-	DeadlineDropped float64  `json:"deadline_dropped"`
-	Lost            float64  `json:"responses_lost"`
-	Shed            float64  `json:"shed"`
+	// AttemptsAfterOutage are the attempts that reached the service from
+	// the end of the graph's last outage on. With none, its recovery is
+	// vacuous (nothing came to be served, healthy or not): tables say
+	// "no load" rather than a time.
+	AttemptsAfterOutage float64 `json:"attempts_after_outage"`
+	Processed           float64 `json:"processed"`
+	Duplicates          float64 `json:"duplicates"`
+	Wasted              float64 `json:"wasted_work"`
+	LateWork            float64 `json:"late_work"`
+	DeadlineDropped     float64 `json:"deadline_dropped"`
+	Lost                float64 `json:"responses_lost"`
+	Shed                float64 `json:"shed"`
 	// QueueDelayS is the mean wait in the queue of the requests that got
 	// a slot (0 for those that got one at once).
 	QueueDelayS float64 `json:"queue_delay_s"`
@@ -156,8 +161,11 @@ func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64
 	for i, b := range s.Series {
 		n := float64(b.Attempts)
 		f.PeakLoadOverall = max(f.PeakLoadOverall, n)
-		if i >= after && n > f.PeakLoad {
-			f.PeakLoad, f.PeakAtS = n, (time.Duration(i) * bucket).Seconds()
+		if i >= after {
+			f.AttemptsAfterOutage += n
+			if n > f.PeakLoad {
+				f.PeakLoad, f.PeakAtS = n, (time.Duration(i) * bucket).Seconds()
+			}
 		}
 	}
 	if !math.IsInf(s.Capacity, 1) && s.Capacity > 0 {
@@ -202,6 +210,7 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 		m.QueueDelayS += f.QueueDelayS / n
 		m.Amplification += f.Amplification / n
 		m.RecoveredRuns += f.RecoveredRuns
+		m.AttemptsAfterOutage += f.AttemptsAfterOutage / n
 		if f.RecoveryTimeS != nil {
 			recovery += *f.RecoveryTimeS
 		}

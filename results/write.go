@@ -238,8 +238,12 @@ func serviceRows(s *Summary) [][]string {
 					peak += fmt.Sprintf(" (%sx)", Decimal(*sv.PeakLoadRatio))
 				}
 			}
+			recovery := Seconds(sv.RecoveryTimeS, "never")
+			if sv.AttemptsAfterOutage == 0 {
+				recovery = "no load" // a 0 s that is no speed
+			}
 			rows = append(rows, []string{st.Name, sv.Name, Count(sv.Attempts), Decimal(sv.Amplification) + "x", peak,
-				Seconds(sv.RecoveryTimeS, "never"), Count(sv.Delivered), Count(sv.Rejected), Count(sv.Wasted), Count(sv.LateWork), Count(sv.DeadlineDropped)})
+				recovery, Count(sv.Delivered), Count(sv.Rejected), Count(sv.Wasted), Count(sv.LateWork), Count(sv.DeadlineDropped)})
 		}
 	}
 	return rows

@@ -70,7 +70,7 @@ var Figures = []string{
 var ServiceFigures = []string{
 	"attempts", "delivered", "rejected", "throttled", "amplification",
 	"peak_load", "peak_load_ratio", "peak_at_s", "peak_load_overall", "recovery_time_s", "recovered_runs",
-	"processed", "duplicates", "wasted_work", "late_work", "deadline_dropped", "responses_lost",
+	"attempts_after_outage", "processed", "duplicates", "wasted_work", "late_work", "deadline_dropped", "responses_lost",
 	"shed", "queue_delay_s", "cache_hit_ratio",
 }
 

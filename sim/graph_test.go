@@ -536,3 +536,39 @@ strategies:
 	assert.Equal(t, 200000.0, st.DeadLettered)
 	assert.Equal(t, 1.0, serviceOf(st, "db").Attempts, "one attempt opens the breaker; the rest are short-circuited")
 }
+
+// TestShedByQueueDelay: under overload, a request taken from the queue
+// after waiting longer than the shed bound is answered 503 instead of
+// served: no served request waited longer.
+func TestShedByQueueDelay(t *testing.T) {
+	_, res := runGraph(t, `
+duration: 2m
+services:
+  - {name: api, concurrency: 10, service_time: {dist: exponential, mean: 100ms}, shed: {queue_delay: 200ms}}
+workload: {requests: 0, arrival: {kind: poisson, rate: 200, from: 0s, until: 60s}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 1s}
+`)
+	api := serviceOf(res.Summary.Strategies[0], "api")
+	assert.Greater(t, api.Shed, 0.3*api.Attempts, "about half the overload is shed")
+	assert.LessOrEqual(t, api.QueueDelayS, 0.2, "no served request waited past the bound")
+	assert.Less(t, api.Wasted, 0.01*api.Processed, "a served request's caller still waits (200 ms queued < 1 s), unless its service time alone passes 800 ms (e^-8)")
+}
+
+// TestCacheTTLHitRatio: keys read at rate r each, entries living T: a
+// miss fills the key, and the reads in the next T hit, Poisson(rT) of
+// them, so the hit ratio is rT / (1 + rT): 1/2 at rT = 1.
+func TestCacheTTLHitRatio(t *testing.T) {
+	_, res := runGraph(t, `
+duration: 2m
+services:
+  - {name: api, service_time: 1ms, calls: [{service: db}]}
+  - {name: db, service_time: 1ms, cache: {capacity: 100, keys: 100, ttl: 100ms}}
+workload: {requests: 0, arrival: {kind: poisson, rate: 1000, from: 0s}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1}
+`)
+	// 1,000 reads/s over 100 keys: 10 a second each; T = 0.1 s.
+	r := res.Runs[0]
+	assert.InDelta(t, 0.5, cacheRatio(r, 1, 10, 110), 0.02)
+}
