@@ -505,8 +505,8 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	if sc.Workload.Arrival.Kind == scenarios.Poisson && d.limit == 0 {
 		d.limit = -1
 	}
-	if n := len(sc.Server.Outages); n > 0 {
-		d.lastOutageEnd = sc.Server.Outages[n-1].End()
+	if all := sc.AllOutages(); len(all) > 0 {
+		d.lastOutageEnd = all[len(all)-1].End()
 	}
 	if d.limit > 0 {
 		d.reqs = make([]driverRequest, 0, d.limit)
@@ -559,7 +559,7 @@ func (d *driver) replay(ctx context.Context) (*results.Run, DriverStats, error) 
 	if r := d.sc.DLQ.Replay; r != nil && d.replayGap > 0 {
 		d.q.push(r.At, drvReplay, -1, 0)
 	}
-	if len(d.sc.Server.Outages) > 0 {
+	if len(d.sc.AllOutages()) > 0 {
 		d.q.push(d.lastOutageEnd, drvOutageEnd, 0, 0)
 	}
 	horizonWall := driverToWall(d.horizon, d.scale)

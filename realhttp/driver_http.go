@@ -75,6 +75,10 @@ type driverCall struct {
 	planned time.Duration // scenario time the attempt was due
 	timeout time.Duration // wall-clock deadline of the attempt; 0 means none
 	replay  bool
+	// outer is, on a graph's downstream call, when the fleet's attempt
+	// above it gives up (scenario time), if hasOuter.
+	outer    time.Duration
+	hasOuter bool
 }
 
 // driverBody is the body of an attempt: {"request":N}.
@@ -134,6 +138,9 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	h[DriverPlannedHeader] = []string{strconv.FormatInt(int64(c.planned), 10)}
 	if c.replay {
 		h[DriverReplayHeader] = []string{"1"}
+	}
+	if c.hasOuter {
+		h[serverOuterHeader] = []string{strconv.FormatInt(int64(c.outer), 10)}
 	}
 	sent = time.Now()
 	resp, err := client.Do(req)

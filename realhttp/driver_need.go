@@ -42,6 +42,7 @@ func (n DriverNeed) String() string {
 // attempt sent within the strategy's timeout (or the server's hold,
 // without one).
 func DriverConnsNeeded(sc *scenarios.Scenario, simulated []*results.Run) DriverNeed {
+	sc = driverView(sc)
 	capacity := int64(math.MaxInt64)
 	if c, q := sc.Server.Concurrency, sc.Server.Queue; !c.Unlimited() && !q.Unlimited() {
 		capacity = int64(c) + int64(q)
@@ -99,4 +100,30 @@ func driverTimeoutOutage(sc *scenarios.Scenario, from, width time.Duration) bool
 		}
 	}
 	return false
+}
+
+// driverView is the scenario as the fleet sees its server: for a graph,
+// the target service, its replicas' slots and queues together, and the
+// outages that hit all of them.
+func driverView(sc *scenarios.Scenario) *scenarios.Scenario {
+	if !sc.Graph() {
+		return sc
+	}
+	v := *sc
+	t := sc.Services[sc.TargetIndex()]
+	v.Server = t.Server
+	n := scenarios.Limit(t.Replicas)
+	if !v.Server.Concurrency.Unlimited() {
+		v.Server.Concurrency *= n
+	}
+	if !v.Server.Queue.Unlimited() {
+		v.Server.Queue *= n
+	}
+	v.Server.Outages = nil
+	for _, o := range t.Outages {
+		if o.Replicas == nil {
+			v.Server.Outages = append(v.Server.Outages, o)
+		}
+	}
+	return &v
 }

@@ -107,6 +107,9 @@ const (
 	serverAttemptHeader = "Herdlab-Attempt" // attempt number, from 1
 	serverRequestHeader = "Herdlab-Request" // the request's index in the workload
 	serverPlannedHeader = "Herdlab-Planned" // when the attempt was due, scenario ns
+	// serverOuterHeader is, on a graph's downstream call, when the
+	// fleet's attempt above it gives up: scenario ns since the start.
+	serverOuterHeader = "Herdlab-Outer"
 )
 
 // Defaults and limits of the HTTP server.
@@ -259,6 +262,22 @@ type Server struct {
 	dataLost    atomic.Int64
 	doneRetried atomic.Int64
 	doneLost    atomic.Int64
+	late        atomic.Int64 // work done after the fleet's attempt above it gave up
+	begins      atomic.Int64 // attempts that got a slot
+	queueWait   atomic.Int64 // their waits in the queue, scenario ns summed
+
+	// A replica of a graph's service: calls makes its downstream calls,
+	// and fleetTimeout, at the fleet's target, bounds the fleet's attempt
+	// (its deadline, for late work).
+	calls        serverCalls
+	fleetTimeout time.Duration
+}
+
+// serverCalls makes the downstream calls of a graph's service for the
+// attempt a it serves with request r: those made before its work or
+// after it (when). It reports whether they succeeded.
+type serverCalls interface {
+	run(r *http.Request, a *serverAttempt, when string) bool
 }
 
 // NewServer returns a server for the scenario sc, which must be valid and
@@ -276,6 +295,15 @@ func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc.Server.Model == scenarios.ModelOCC {
 		return nil, fmt.Errorf("%w (scenario %s has model occ)", ErrServerModel, sc.Name)
 	}
+	if sc.Graph() {
+		return nil, errors.New("realhttp: NewServer: a graph of services is served by NewGraph")
+	}
+	return newServer(sc, opts)
+}
+
+// newServer is NewServer for a scenario known to be valid, or made to
+// be: one replica's of a graph (see NewGraph).
+func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	scale := opts.TimeScale
 	if scale == 0 {
 		scale = 1
@@ -681,6 +709,13 @@ type ServerStats struct {
 	Wasted        int64 `json:"wasted"`
 	Lost          int64 `json:"lost"`
 	Dropped       int64 `json:"dropped"`
+	// LateWork counts, at a graph's service, the requests processed
+	// after the fleet's attempt above them had given up; Started the
+	// attempts that got a slot, QueueWait their waits in the queue
+	// summed (scenario time).
+	LateWork  int64         `json:"late_work"`
+	Started   int64         `json:"started"`
+	QueueWait time.Duration `json:"queue_wait_ns"`
 	// BadKeys counts the requests answered 400 for a key longer than
 	// ServerMaxKeyLen (not attempts).
 	BadKeys int64 `json:"bad_keys"`
@@ -710,6 +745,9 @@ func (s *Server) Stats() ServerStats {
 		ByOutcome:     map[string]int64{},
 		ByReason:      map[string]int64{},
 		Processed:     s.processed.Load(),
+		LateWork:      s.late.Load(),
+		Started:       s.begins.Load(),
+		QueueWait:     time.Duration(s.queueWait.Load()),
 		Duplicates:    s.duplicates.Load(),
 		KeysForgotten: forgotten,
 		Wasted:        s.wasted.Load(),
@@ -777,7 +815,7 @@ func serverEdges(srv *scenarios.Server) []serverEdge {
 			edges = append(edges, serverEdge{at: o.Start, kind: serverEdgeDown}, serverEdge{at: o.End(), kind: serverEdgeUp})
 		}
 		edges = append(edges, serverEdge{at: o.End(), kind: serverEdgeEnd, outage: i}, serverEdge{at: o.End(), kind: serverEdgeCapacity})
-		if wu := srv.Warmup; wu.Duration > 0 {
+		if wu := srv.Warmup; wu.Duration > 0 && o.Mode != scenarios.SlowMode {
 			for k := 1; k <= serverWarmupSteps; k++ {
 				edges = append(edges, serverEdge{at: o.End() + wu.Duration*time.Duration(k)/serverWarmupSteps, kind: serverEdgeCapacity})
 			}
@@ -895,7 +933,7 @@ func (s *Server) capacityLocked(now time.Duration) int {
 	}
 	for i := len(s.srv.Outages) - 1; i >= 0; i-- {
 		end := s.srv.Outages[i].End()
-		if now < end {
+		if now < end || s.srv.Outages[i].Mode == scenarios.SlowMode {
 			continue
 		}
 		since := now - end
@@ -915,11 +953,22 @@ func (s *Server) outageAt(t time.Duration) (scenarios.Outage, bool) {
 		if t < o.Start {
 			break
 		}
-		if t < o.End() {
+		if t < o.End() && o.Mode != scenarios.SlowMode {
 			return o, true
 		}
 	}
 	return scenarios.Outage{}, false
+}
+
+// slowLocked returns the factor by which a slow outage multiplies the
+// service time of work starting at t: 1 when none is in force.
+func (s *Server) slowLocked(t time.Duration) float64 {
+	for _, o := range s.srv.Outages {
+		if o.Mode == scenarios.SlowMode && t >= o.Start && t < o.End() {
+			return o.Factor
+		}
+	}
+	return 1
 }
 
 // takeTokenLocked takes a token from the rate limit's bucket at scenario
@@ -944,6 +993,9 @@ func (s *Server) takeTokenLocked(now time.Duration) (hint time.Duration, ok bool
 // distribution plus slowdown x the requests already in service.
 func (s *Server) startServiceLocked() time.Duration {
 	d := s.service.sample(s.rServe) + s.srv.Slowdown*time.Duration(s.busy)
+	if f := s.slowLocked(s.nowLocked()); f != 1 {
+		d = time.Duration(float64(d) * f)
+	}
 	s.busy++
 	return d
 }

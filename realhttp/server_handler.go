@@ -26,6 +26,8 @@ type serverAttempt struct {
 	hasRequest bool
 	planned    int64
 	hasPlanned bool
+	outer      time.Duration // when the fleet's attempt above it gives up, scenario time
+	hasOuter   bool
 	outcome    strategies.Outcome
 	reason     serverReason
 	duplicate  bool
@@ -72,12 +74,18 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.ParseInt(r.Header.Get(serverPlannedHeader), 10, 64); err == nil {
 		a.planned, a.hasPlanned = n, true
 	}
+	if n, err := strconv.ParseInt(r.Header.Get(serverOuterHeader), 10, 64); err == nil {
+		a.outer, a.hasOuter = time.Duration(n), true
+	}
 
 	// Outage and rate limit, at arrival.
 	s.mu.Lock()
 	now := s.nowLocked()
 	s.lastID++
 	a.id, a.arrived = s.lastID, now
+	if !a.hasOuter && s.fleetTimeout > 0 {
+		a.outer, a.hasOuter = now+s.fleetTimeout, true
+	}
 	outage, down := s.outageAt(now)
 	var hint time.Duration
 	throttled := false
@@ -187,29 +195,37 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 			return
 		}
 	}
-	if d := s.real(a.service); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-s.quit:
-			t.Stop()
+	s.begun(a)
+	// A graph's service makes its downstream calls before and after its
+	// own work, holding its slot, as a real service holds its thread.
+	ok := s.calls == nil || s.calls.run(r, a, scenarios.Before)
+	if ok {
+		if !s.work(a) {
 			s.endService()
 			s.abort(w, a, strategies.Reset, serverReasonShutdown)
 			return
 		}
+		s.processed.Add(1)
+		s.metrics.processed.Inc()
+		if a.hasOuter && s.now() > a.outer {
+			s.late.Add(1)
+		}
+		if a.key != "" {
+			a.duplicate = s.seen.processed(a.key)
+			if a.duplicate {
+				s.duplicates.Add(1)
+				s.metrics.duplicates.Inc()
+			}
+			if s.srv.Idempotency {
+				s.done(ctx, a.key)
+			}
+		}
+		ok = s.calls == nil || s.calls.run(r, a, scenarios.After)
 	}
 	s.endService()
-	s.processed.Add(1)
-	s.metrics.processed.Inc()
-	if a.key != "" {
-		a.duplicate = s.seen.processed(a.key)
-		if a.duplicate {
-			s.duplicates.Add(1)
-			s.metrics.duplicates.Inc()
-		}
-		if s.srv.Idempotency {
-			s.done(ctx, a.key)
-		}
+	if !ok {
+		s.answer(w, a, http.StatusServiceUnavailable, serverReasonDownstream)
+		return
 	}
 	lost := false
 	if p := s.srv.ResponseLoss; p > 0 {
@@ -231,6 +247,32 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 		s.abort(w, a, strategies.Reset, serverReasonProcessed)
 	default:
 		s.answer(w, a, http.StatusOK, serverReasonProcessed)
+	}
+}
+
+// begun counts attempt a's start of service and its wait in the queue.
+func (s *Server) begun(a *serverAttempt) {
+	s.mu.Lock()
+	wait := s.nowLocked() - a.arrived
+	s.mu.Unlock()
+	s.begins.Add(1)
+	s.queueWait.Add(int64(max(wait, 0)))
+}
+
+// work sleeps attempt a's service time, holding its slot; false when
+// Shutdown cut it short.
+func (s *Server) work(a *serverAttempt) bool {
+	d := s.real(a.service)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-s.quit:
+		return false
 	}
 }
 

@@ -27,11 +27,12 @@ const (
 	serverReasonInProgress                     // its key is being processed by another attempt
 	serverReasonStoreError                     // the idempotency store failed
 	serverReasonShutdown                       // cut short by Shutdown
+	serverReasonDownstream                     // a downstream call of a graph's service failed
 	serverNumReasons
 )
 
 var serverReasonNames = [serverNumReasons]string{
-	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown",
+	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown", "downstream",
 }
 
 func (r serverReason) String() string { return serverReasonNames[r] }
@@ -150,6 +151,7 @@ var serverPairs = []struct {
 	{strategies.ServerError, serverReasonFailure},
 	{strategies.ServerError, serverReasonInProgress},
 	{strategies.ServerError, serverReasonStoreError},
+	{strategies.ServerError, serverReasonDownstream},
 	{strategies.TooManyRequests, serverReasonRateLimit},
 }
 

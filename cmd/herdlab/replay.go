@@ -143,8 +143,12 @@ func replay(c *cli, fs *flag.FlagSet) int {
 		return fail(exitBadInput, "%v", err)
 	}
 	if sc.Graph() {
-		line, col := sc.Position("services")
-		return fail(exitBadInput, "%s:%d:%d: services: replay drives a fleet against one server; a graph of services runs in the simulator only, for now (herdlab run)", sc.File(), line, col)
+		for _, st := range replayed(sc, o.only) {
+			if path, err := realhttp.GraphUnsupported(sc, st); err != nil {
+				line, col := sc.Position(path)
+				return fail(exitBadInput, "%s:%d:%d: %s: %v", sc.File(), line, col, path, err)
+			}
+		}
 	}
 	if sc.Server.Model == scenarios.ModelOCC && o.target == "" {
 		return fail(exitBadInput, "the test server has no occ model: simulate it with herdlab run, or name a --target")
@@ -334,6 +338,9 @@ type replayer struct {
 func (p *replayer) replay(ctx context.Context, st *scenarios.Strategy, run int) (*results.Run, realhttp.DriverStats, error) {
 	seed := sim.RunSeed(p.sc.Seed, run)
 	opts := p.opts
+	if p.sc.Graph() && p.target == "" {
+		return realhttp.ReplayGraph(ctx, p.sc, st, run, opts)
+	}
 	if p.target == "" {
 		srv, err := realhttp.NewServer(p.sc, realhttp.ServerOptions{TimeScale: opts.TimeScale, Seed: seed, MaxConns: opts.MaxConns + 64})
 		if err != nil {

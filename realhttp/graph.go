@@ -1,0 +1,633 @@
+package realhttp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// Graph serves a scenario's graph of services over real HTTP, as one
+// strategy deploys it: every replica of every service is a test server
+// (see Server) on a port of its own, with the service's capacity,
+// queue, outages (those that hit the replica; a slow outage multiplies
+// its service times), rate limit and the rest. A service's downstream
+// calls are made over HTTP while its replica holds the slot, by the
+// same strategies code as the simulator's: each call edge retries by
+// its policy, with a breaker and budget per calling replica; copies of
+// a fan-out go in parallel, and a step ends when every call has its
+// quorum, or as soon as one cannot (its other calls are cancelled: what
+// they started below goes on, as work for no one). The callers' load
+// balancer picks the replica of each attempt, and connects to it: a
+// replica in a refuse outage refuses the connection.
+//
+// The fleet reaches the target service at URL: its one replica's port,
+// or with replicas a front port whose balancer hands each request to a
+// replica in the process (a replica in a refuse outage then resets the
+// connection rather than refusing it).
+//
+// A Graph counts what reaches each service (attempts per bucket by the
+// time they were sent, their outcomes, the queues sampled ten times a
+// bucket), and Finish adds it to the fleet's run. Not served yet, and
+// refused by NewGraph naming the field: caches, queue disciplines other
+// than FIFO, shedding by queue delay, deadline propagation.
+type Graph struct {
+	sc       *scenarios.Scenario
+	st       *scenarios.Strategy
+	scale    float64
+	bucket   time.Duration
+	target   int
+	services []*graphService
+	edges    []*graphEdge // the services' calls, in file order
+	client   *http.Client
+	idle     func() // closes the client's idle connections
+
+	front   *http.Server // the target's balancer, with replicas
+	frontLn net.Listener
+	served  chan struct{}
+
+	quit     context.Context // ends at Shutdown: the calls in flight end
+	stop     context.CancelFunc
+	sampling sync.WaitGroup
+
+	mu    sync.Mutex // guards start and what the graph draws
+	start time.Time
+	rDraw *rand.Rand // which calls are made (a call's probability)
+}
+
+// graphService is a service of the graph and its replicas.
+type graphService struct {
+	cfg      *scenarios.Service
+	index    int
+	replicas []*graphReplica
+	steps    map[string][][]int // the calls before and after the work, in groups made at once
+	edges    []*graphEdge       // its calls' edges, as cfg.Calls
+
+	mu       sync.Mutex // guards the balancer and the counts
+	next     int        // round-robin's next replica
+	rBalance *rand.Rand
+	stats    *results.ServiceRun
+	samples  []int // queue samples taken in each bucket
+}
+
+// graphReplica is one replica of a service: its test server, and what
+// the balancer knows of it (guarded by its service's mu).
+type graphReplica struct {
+	srv         *Server
+	url         string
+	index       int
+	outstanding int           // attempts sent and not answered
+	fails       int           // consecutive failures, for outlier detection
+	ejected     time.Duration // not picked before then
+	stats       *results.ServiceRun
+	base        ServerStats // the server's counts when the run began
+}
+
+// graphEdge is one call of a service: the policy its copies retry by,
+// and per replica of the caller, its breaker and budget.
+type graphEdge struct {
+	cfg      *scenarios.Call
+	caller   *graphService
+	callee   *graphService
+	policy   *strategies.Policy
+	senders  []graphSender
+	attempts atomic.Int64
+}
+
+// graphSender is a calling replica's state on an edge: its breaker and
+// budget, and its draws of jitter.
+type graphSender struct {
+	mu     sync.Mutex
+	state  strategies.Sender
+	stated bool // the policy has a breaker or a budget
+	r      *rand.Rand
+}
+
+// GraphOptions configures a Graph: the servers' options (TimeScale,
+// Seed, MaxConns... as for NewServer; Log and Store are not used), and
+// the connections between services.
+type GraphOptions struct {
+	Server ServerOptions
+	// MaxConns bounds the connections of the services' calls, per
+	// callee replica; 0 means 1,024.
+	MaxConns int
+}
+
+// graphDefaultConns is the default bound on the connections to one
+// replica from the graph's callers.
+const graphDefaultConns = 1024
+
+// graphSamples is how many times a bucket the queues are sampled.
+const graphSamples = 10
+
+// ErrGraphUnsupported is wrapped by the errors of NewGraph for what the
+// real-HTTP graph does not serve yet; GraphUnsupported names the field.
+var ErrGraphUnsupported = errors.New("not served over real HTTP yet")
+
+// GraphUnsupported returns the field path of the first setting of sc,
+// as st deploys it, that a Graph cannot serve, and why; "" when it can
+// serve them all.
+func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path string, err error) {
+	if st.DeadlinePropagation {
+		return fmt.Sprintf("strategies[%d].deadline_propagation", strategyIndex(sc, st)),
+			fmt.Errorf("deadline propagation is %w: simulate it with herdlab run", ErrGraphUnsupported)
+	}
+	for i, svc := range sc.ServicesFor(st) {
+		at := fmt.Sprintf("services[%d]", i)
+		switch {
+		case svc.Cache != nil:
+			return at + ".cache", fmt.Errorf("service %s: a cache is %w: simulate it with herdlab run", svc.Name, ErrGraphUnsupported)
+		case svc.QueueDiscipline != "" && svc.QueueDiscipline != scenarios.FIFO:
+			return at + ".queue_discipline", fmt.Errorf("service %s: queue discipline %s is %w (the test server's queue is FIFO): simulate it with herdlab run", svc.Name, svc.QueueDiscipline, ErrGraphUnsupported)
+		case svc.Shed != nil:
+			return at + ".shed", fmt.Errorf("service %s: shedding by queue delay is %w: simulate it with herdlab run", svc.Name, ErrGraphUnsupported)
+		case svc.Model == scenarios.ModelOCC:
+			return at + ".model", fmt.Errorf("service %s: %w", svc.Name, ErrServerModel)
+		}
+	}
+	return "", nil
+}
+
+func strategyIndex(sc *scenarios.Scenario, st *scenarios.Strategy) int {
+	for i := range sc.Strategies {
+		if sc.Strategies[i].Name == st.Name {
+			return i
+		}
+	}
+	return 0
+}
+
+// NewGraph returns the graph of sc, which must be a valid scenario with
+// services, as strategy st deploys it, with its edge policies. It does
+// not listen yet (see Start).
+func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions) (*Graph, error) {
+	if sc == nil || st == nil || !sc.Graph() {
+		return nil, errors.New("realhttp: NewGraph needs a scenario with services and a strategy")
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("realhttp: NewGraph: invalid scenario: %w", err)
+	}
+	if path, err := GraphUnsupported(sc, st); err != nil {
+		return nil, fmt.Errorf("realhttp: NewGraph: %s: %w", path, err)
+	}
+	scale := opts.Server.TimeScale
+	if scale == 0 {
+		scale = 1
+	}
+	conns := opts.MaxConns
+	if conns <= 0 {
+		conns = graphDefaultConns
+	}
+	client, tr := driverNewClient(conns)
+	quit, stop := context.WithCancel(context.Background())
+	seed := opts.Server.Seed
+	g := &Graph{
+		sc: sc, st: st, scale: scale, bucket: sc.Bucket, target: sc.TargetIndex(),
+		client: client, idle: tr.CloseIdleConnections, quit: quit, stop: stop,
+		start: time.Now(), rDraw: rand.New(rand.NewPCG(seed, 4)),
+	}
+	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
+	deployed := sc.ServicesFor(st)
+	for i := range deployed {
+		g.services = append(g.services, newGraphService(&deployed[i], i, buckets, seed))
+	}
+	holds := g.holds()
+	for i, s := range g.services {
+		for r := range s.cfg.Replicas {
+			so := opts.Server
+			so.TimeScale = scale
+			so.Log, so.Store, so.Events = nil, nil, nil
+			so.Seed = seed ^ uint64(i+1)<<32 ^ uint64(r+1)
+			srv, err := newServer(replicaScenario(sc, s.cfg, r, holds[i]), so)
+			if err != nil {
+				stop()
+				return nil, err
+			}
+			srv.calls = &graphCalls{g: g, svc: s, replica: r}
+			if i == g.target {
+				srv.fleetTimeout = st.Policy().Timeout
+			}
+			s.replicas[r].srv = srv
+		}
+	}
+	for _, s := range g.services {
+		for k := range s.cfg.Calls {
+			c := &s.cfg.Calls[k]
+			pol := scenarios.EdgeStrategy(st, s.cfg.Name, c)
+			e := &graphEdge{cfg: c, caller: s, callee: g.services[sc.ServiceIndex(c.Service)], policy: pol.Policy()}
+			e.senders = make([]graphSender, s.cfg.Replicas)
+			for r := range e.senders {
+				e.senders[r] = graphSender{stated: e.policy.Breaker != nil || e.policy.Budget != nil,
+					r: rand.New(rand.NewPCG(seed^uint64(len(g.edges)+1)<<40^uint64(r+1), 5))}
+			}
+			s.edges = append(s.edges, e)
+			g.edges = append(g.edges, e)
+		}
+	}
+	return g, nil
+}
+
+func newGraphService(cfg *scenarios.Service, index, buckets int, seed uint64) *graphService {
+	s := &graphService{cfg: cfg, index: index, steps: map[string][][]int{}, samples: make([]int, buckets),
+		rBalance: rand.New(rand.NewPCG(seed^uint64(index+1)<<48, 6))}
+	capacity := cfg.Server.Capacity()
+	conc := 0
+	if !cfg.Concurrency.Unlimited() {
+		conc = int(cfg.Concurrency)
+	}
+	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Series: make([]results.Bucket, buckets),
+		Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	for r := range cfg.Replicas {
+		rep := &graphReplica{index: r}
+		if cfg.Replicas > 1 {
+			rep.stats = &results.ServiceRun{Name: cfg.Name, Replica: r, Series: make([]results.Bucket, buckets), Capacity: capacity, Concurrency: conc}
+			s.stats.Replicas = append(s.stats.Replicas, rep.stats)
+		}
+		s.replicas = append(s.replicas, rep)
+	}
+	// The steps, as the simulator makes them: the calls before the work
+	// and after it, a parallel call joining the group before it.
+	for _, when := range []string{scenarios.Before, scenarios.After} {
+		var groups [][]int
+		for k, c := range cfg.Calls {
+			if c.When != when {
+				continue
+			}
+			if c.Parallel && len(groups) > 0 {
+				groups[len(groups)-1] = append(groups[len(groups)-1], k)
+				continue
+			}
+			groups = append(groups, []int{k})
+		}
+		s.steps[when] = groups
+	}
+	return s
+}
+
+// holds returns, per service, the longest timeout of an attempt that
+// reaches it (the fleet's at the target, the edges' elsewhere): how long
+// its timeout outages hold a request past their end. 0 when some caller
+// has none.
+func (g *Graph) holds() []time.Duration {
+	holds := make([]time.Duration, len(g.services))
+	none := make([]bool, len(g.services))
+	note := func(i int, t time.Duration) {
+		if t <= 0 {
+			none[i] = true
+		}
+		holds[i] = max(holds[i], t)
+	}
+	note(g.target, g.st.Policy().Timeout)
+	for _, s := range g.services {
+		for k := range s.cfg.Calls {
+			c := &s.cfg.Calls[k]
+			pol := scenarios.EdgeStrategy(g.st, s.cfg.Name, c)
+			note(g.sc.ServiceIndex(c.Service), pol.Timeout)
+		}
+	}
+	for i := range holds {
+		if none[i] {
+			holds[i] = 0
+		}
+	}
+	return holds
+}
+
+// replicaScenario is the scenario replica r of service svc serves: the
+// service's server section with the outages that hit the replica, and
+// for the hold of a timeout outage, one strategy with the callers'
+// longest timeout.
+func replicaScenario(sc *scenarios.Scenario, svc *scenarios.Service, r int, hold time.Duration) *scenarios.Scenario {
+	sub := &scenarios.Scenario{Name: fmt.Sprintf("%s/%s", sc.Name, svc.Name), Seed: sc.Seed, Runs: 1, Duration: sc.Duration, Bucket: sc.Bucket}
+	sub.Server = svc.Server
+	sub.Server.Outages = nil
+	for _, o := range svc.Outages {
+		if o.Hits(r) {
+			sub.Server.Outages = append(sub.Server.Outages, o)
+		}
+	}
+	sub.Strategies = []scenarios.Strategy{{Name: "callers", Timeout: hold}}
+	return sub
+}
+
+// Start puts every replica on a free loopback port, and the target's
+// front (with replicas) on addr ("" is a free loopback port; see
+// Server.Start); the scenario clock starts now.
+func (g *Graph) Start(addr string) error {
+	for _, s := range g.services {
+		for _, rep := range s.replicas {
+			a := ""
+			if s.index == g.target && len(s.replicas) == 1 {
+				a = addr
+			}
+			if err := rep.srv.Start(a); err != nil {
+				return fmt.Errorf("service %s, replica %d: %w", s.cfg.Name, rep.index, err)
+			}
+			rep.url = rep.srv.URL()
+		}
+	}
+	if t := g.services[g.target]; len(t.replicas) > 1 {
+		a, err := serverResolve(addr)
+		if err != nil {
+			return err
+		}
+		ln, err := net.Listen("tcp", a)
+		if err != nil {
+			return fmt.Errorf("service %s: %w", t.cfg.Name, err)
+		}
+		g.frontLn = ln
+		g.front = &http.Server{Handler: http.HandlerFunc(g.serveFront), ReadHeaderTimeout: serverDefaultReadTimeout}
+		g.served = make(chan struct{})
+		go func() {
+			defer close(g.served)
+			_ = g.front.Serve(ln)
+		}()
+	}
+	g.restart()
+	return nil
+}
+
+// restart puts the graph's clock at 0 now and starts sampling the
+// queues; the servers' clocks were just started or reset.
+func (g *Graph) restart() {
+	g.mu.Lock()
+	g.start = time.Now()
+	g.mu.Unlock()
+	g.sampling.Go(g.sample)
+}
+
+// URL is where the fleet sends its attempts: the target service's.
+func (g *Graph) URL() string {
+	if g.frontLn != nil {
+		return "http://" + g.frontLn.Addr().String() + "/"
+	}
+	return g.services[g.target].replicas[0].url
+}
+
+// Services returns, per service in file order, its replicas' URLs.
+func (g *Graph) Services() map[string][]string {
+	out := map[string][]string{}
+	for _, s := range g.services {
+		for _, rep := range s.replicas {
+			out[s.cfg.Name] = append(out[s.cfg.Name], rep.url)
+		}
+	}
+	return out
+}
+
+// now returns the graph's scenario time.
+func (g *Graph) now() time.Duration {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return time.Duration(float64(time.Since(g.start)) / g.scale)
+}
+
+// wall returns the wall-clock length of scenario duration d.
+func (g *Graph) wall(d time.Duration) time.Duration { return driverToWall(d, g.scale) }
+
+// bucketAt returns the bucket of scenario time t.
+func (g *Graph) bucketAt(t time.Duration) int {
+	return int(min(t/g.bucket, time.Duration(len(g.services[0].stats.Series)-1)))
+}
+
+// Idle waits until no request is at any replica (served, queued, held),
+// or ctx ends.
+func (g *Graph) Idle(ctx context.Context) error {
+	for _, s := range g.services {
+		for _, rep := range s.replicas {
+			if err := rep.srv.waitEmpty(ctx, func() {}); err != nil {
+				return fmt.Errorf("service %s, replica %d: %w", s.cfg.Name, rep.index, err)
+			}
+		}
+	}
+	return nil
+}
+
+// Shutdown ends the calls in flight and shuts every server down.
+func (g *Graph) Shutdown(ctx context.Context) error {
+	g.stop()
+	var errs []error
+	if g.front != nil {
+		errs = append(errs, g.front.Shutdown(ctx))
+		<-g.served
+	}
+	for _, s := range g.services {
+		for _, rep := range s.replicas {
+			if err := rep.srv.Shutdown(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("service %s, replica %d: %w", s.cfg.Name, rep.index, err))
+			}
+		}
+	}
+	g.sampling.Wait()
+	g.idle()
+	return errors.Join(errs...)
+}
+
+// sample records every replica's queue and requests in service
+// graphSamples times a bucket until the horizon or Shutdown.
+func (g *Graph) sample() {
+	step := g.bucket / graphSamples
+	for n := 1; ; n++ {
+		at := time.Duration(n) * step
+		if at > g.sc.Duration {
+			return
+		}
+		g.mu.Lock()
+		due := g.start.Add(g.wall(at))
+		g.mu.Unlock()
+		t := time.NewTimer(time.Until(due))
+		select {
+		case <-t.C:
+		case <-g.quit.Done():
+			t.Stop()
+			return
+		}
+		k := g.bucketAt(at - 1)
+		for _, s := range g.services {
+			s.sampleQueues(k)
+		}
+	}
+}
+
+// sampleQueues records the replicas' queues and requests in service in
+// bucket k: the last sample, the longest and the mean.
+func (s *graphService) sampleQueues(k int) {
+	var queued, busy int
+	type qb struct{ q, b int }
+	per := make([]qb, len(s.replicas))
+	for i, rep := range s.replicas {
+		rep.srv.mu.Lock()
+		per[i] = qb{rep.srv.qlen, rep.srv.busy}
+		rep.srv.mu.Unlock()
+		queued += per[i].q
+		busy += per[i].b
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.samples[k]
+	s.samples[k]++
+	put := func(b *results.Bucket, q, in int) {
+		b.Queue, b.InFlight = int64(q), int64(in)
+		b.QueueMax = max(b.QueueMax, int64(q))
+		b.QueueMean = (b.QueueMean*float64(n) + float64(q)) / float64(n+1)
+	}
+	put(&s.stats.Series[k], queued, busy)
+	for i, rep := range s.replicas {
+		if rep.stats != nil {
+			put(&rep.stats.Series[k], per[i].q, per[i].b)
+		}
+	}
+}
+
+// Reset readies the graph for another run of the same strategy with
+// seed: it waits until no request is at any replica, then resets every
+// server's clock and draws (see Server.Reset), the balancers, breakers,
+// budgets and counts.
+func (g *Graph) Reset(ctx context.Context, seed uint64) error {
+	if err := g.Idle(ctx); err != nil {
+		return err
+	}
+	g.stop()
+	g.sampling.Wait()
+	g.quit, g.stop = context.WithCancel(context.Background())
+	for i, s := range g.services {
+		for _, rep := range s.replicas {
+			if err := rep.srv.Reset(ctx, seed^uint64(i+1)<<32^uint64(rep.index+1)); err != nil {
+				return err
+			}
+			rep.base = rep.srv.Stats()
+		}
+		s.mu.Lock()
+		s.next, s.rBalance = 0, rand.New(rand.NewPCG(seed^uint64(i+1)<<48, 6))
+		buckets := len(s.stats.Series)
+		fresh := newGraphService(s.cfg, s.index, buckets, seed)
+		s.stats, s.samples = fresh.stats, fresh.samples
+		for r, rep := range s.replicas {
+			rep.outstanding, rep.fails, rep.ejected = 0, 0, 0
+			rep.stats = fresh.replicas[r].stats
+		}
+		s.mu.Unlock()
+	}
+	for k, e := range g.edges {
+		e.attempts.Store(0)
+		for r := range e.senders {
+			e.senders[r] = graphSender{stated: e.senders[r].stated, r: rand.New(rand.NewPCG(seed^uint64(k+1)<<40^uint64(r+1), 5))}
+		}
+	}
+	g.mu.Lock()
+	g.rDraw = rand.New(rand.NewPCG(seed, 4))
+	g.mu.Unlock()
+	g.restart()
+	return nil
+}
+
+// Finish adds to run, the fleet's run against the graph (its own counts
+// describe the target), the services' runs and the edges' attempts:
+// what each service's callers sent it and saw, with what only its
+// replicas know (work processed, duplicated, wasted, late, lost; waits
+// in the queue). Call it once the graph is idle.
+func (g *Graph) Finish(run *results.Run) {
+	run.Edges = []results.EdgeRun{{Callee: g.services[g.target].cfg.Name, Attempts: run.Attempts}}
+	for _, e := range g.edges {
+		run.Edges = append(run.Edges, results.EdgeRun{Caller: e.caller.cfg.Name, Callee: e.callee.cfg.Name, Attempts: e.attempts.Load()})
+	}
+	run.Services = nil
+	for _, s := range g.services {
+		s.mu.Lock()
+		out := s.stats
+		if s.index == g.target {
+			// The fleet's attempts, as its driver counted them.
+			out.Attempts += run.Attempts
+			out.Rejected += run.Rejected
+			out.Throttled += run.Throttled
+			for k := range out.Series {
+				if k >= len(run.Series) {
+					break
+				}
+				b, f := &out.Series[k], run.Series[k]
+				b.Attempts += f.Attempts
+				out.OK += f.OK
+				b.OK += f.OK
+				b.NotOK += f.NotOK
+				b.NotOKTimeout += f.NotOKTimeout
+				b.Rejected += f.Rejected
+				b.Throttled += f.Throttled
+			}
+		}
+		for _, rep := range s.replicas {
+			st := rep.srv.Stats()
+			d := func(after, before int64) int64 { return after - before }
+			for _, x := range []*results.ServiceRun{out, rep.stats} {
+				if x == nil {
+					continue
+				}
+				x.Processed += d(st.Processed, rep.base.Processed)
+				x.Duplicates += d(st.Duplicates, rep.base.Duplicates)
+				x.Wasted += d(st.Wasted, rep.base.Wasted)
+				x.LateWork += d(st.LateWork, rep.base.LateWork)
+				x.Lost += d(st.Lost, rep.base.Lost)
+				x.Started += d(st.Started, rep.base.Started)
+				x.QueueWait += st.QueueWait - rep.base.QueueWait
+			}
+		}
+		s.mu.Unlock()
+		run.Services = append(run.Services, out)
+	}
+	// What only the target's replicas see of the fleet's attempts.
+	t := run.Services[g.target]
+	run.Processed, run.Duplicates, run.Wasted, run.Lost = t.Processed, t.Duplicates, t.Wasted, t.Lost
+}
+
+// graphCalls makes the downstream calls of one replica of a service.
+type graphCalls struct {
+	g       *Graph
+	svc     *graphService
+	replica int
+}
+
+// ReplayGraph replays run run of strategy st of sc, a scenario with
+// services, against a fresh Graph of its own on loopback (opts.Target
+// is ignored): the fleet's run, with its services and edges (see
+// Graph.Finish) once every request left at the graph is done.
+func ReplayGraph(ctx context.Context, sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts DriverOptions) (*results.Run, DriverStats, error) {
+	seed := sc.Seed
+	if opts.Seed != 0 {
+		seed = opts.Seed
+	}
+	g, err := NewGraph(sc, st, GraphOptions{Server: ServerOptions{TimeScale: opts.TimeScale, Seed: sim.RunSeed(seed, run)}})
+	if err != nil {
+		return nil, DriverStats{}, err
+	}
+	if err := g.Start(""); err != nil {
+		_ = g.Shutdown(context.Background())
+		return nil, DriverStats{}, err
+	}
+	opts.Target = g.URL()
+	r, stats, err := Replay(ctx, sc, st, run, opts)
+	if err == nil {
+		wait, cancel := context.WithTimeout(ctx, serverResetWait)
+		if ierr := g.Idle(wait); ierr != nil {
+			err = fmt.Errorf("waiting for the graph's work to end: %w", ierr)
+		}
+		cancel()
+	}
+	if r != nil {
+		g.Finish(r)
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if serr := g.Shutdown(shutdown); serr != nil && err == nil {
+		err = fmt.Errorf("shutting the graph down: %w", serr)
+	}
+	return r, stats, err
+}

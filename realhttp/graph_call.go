@@ -1,0 +1,333 @@
+package realhttp
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// run makes the calls of replica c.replica's steps before or after its
+// work (when) for attempt a, one step after another: false as soon as
+// one fails. The calls outlive a caller that gives up (the job goes on,
+// as the simulator's does), not Shutdown.
+func (c *graphCalls) run(r *http.Request, a *serverAttempt, when string) bool {
+	groups := c.svc.steps[when]
+	if len(groups) == 0 {
+		return true
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	defer cancel()
+	stop := context.AfterFunc(c.g.quit, cancel)
+	defer stop()
+	for _, group := range groups {
+		if !c.step(ctx, group, a) {
+			return false
+		}
+	}
+	return true
+}
+
+// graphTally counts the copies of one call of a step.
+type graphTally struct {
+	ok, failed, need, fanout int
+	done                     bool
+}
+
+// step makes the calls of one group at once, each with its probability
+// and as many copies as its fan-out, and waits until each has its
+// quorum (true), or one cannot have it (false: the others are
+// cancelled).
+func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bool {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type result struct {
+		slot int
+		ok   bool
+	}
+	tallies := make([]graphTally, len(group))
+	copies := 0
+	made := 0
+	var todo []int // the slots of the calls made
+	for slot, k := range group {
+		cfg := &c.svc.cfg.Calls[k]
+		if cfg.Probability < 1 {
+			c.g.mu.Lock()
+			skip := c.g.rDraw.Float64() >= cfg.Probability
+			c.g.mu.Unlock()
+			if skip {
+				continue
+			}
+		}
+		tallies[slot] = graphTally{need: cfg.Need(), fanout: cfg.Fanout}
+		copies += cfg.Fanout
+		made++
+		todo = append(todo, slot)
+	}
+	if made == 0 {
+		return true
+	}
+	done := make(chan result, copies)
+	for _, slot := range todo {
+		e := c.svc.edges[group[slot]]
+		for range e.cfg.Fanout {
+			go func() { done <- result{slot, c.g.call(ctx, e, c.replica, a)} }()
+		}
+	}
+	for pending := made; pending > 0; {
+		res := <-done
+		t := &tallies[res.slot]
+		if t.done {
+			continue
+		}
+		if res.ok {
+			t.ok++
+		} else {
+			t.failed++
+		}
+		switch {
+		case t.ok >= t.need:
+			t.done = true
+			pending--
+		case t.failed > t.fanout-t.need:
+			return false
+		}
+	}
+	return true
+}
+
+// call is one copy of a downstream call on edge e from replica from of
+// its caller, for attempt a: tried and retried by the edge's policy,
+// each attempt to the replica the callee's balancer picks. It reports
+// whether the call was delivered; false too when ctx ended first.
+func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttempt) bool {
+	var req strategies.Request
+	sd := &e.senders[from]
+	key := uuid.New()
+	var timeout time.Duration
+	if t := e.policy.Timeout; t > 0 {
+		timeout = max(g.wall(t), 1)
+	}
+	for attempt := 1; ; attempt++ {
+		now := g.now()
+		sd.mu.Lock()
+		permit, d, ok := e.policy.Begin(sd.sender(), &req, now, sd.r)
+		sd.mu.Unlock()
+		if ok {
+			rep := e.callee.pick(now)
+			k := g.bucketAt(now)
+			e.callee.sent(rep, k)
+			e.attempts.Add(1)
+			call := driverCall{request: int(a.request), key: key, attempt: attempt, planned: now, timeout: timeout, outer: a.outer, hasOuter: a.hasOuter}
+			ans, _, live := driverSend(ctx, g.client, rep.url, call)
+			if !live {
+				e.callee.abandoned(rep)
+				return false
+			}
+			now = g.now()
+			e.callee.answered(rep, k, ans, now)
+			sd.mu.Lock()
+			d = e.policy.Done(sd.sender(), &req, permit, now, ans.res, sd.r)
+			sd.mu.Unlock()
+		}
+		switch d.Action {
+		case strategies.Deliver:
+			return true
+		case strategies.DeadLetter:
+			return false
+		}
+		t := time.NewTimer(g.wall(d.Wait))
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return false
+		}
+	}
+}
+
+// sender returns the calling replica's breaker and budget, nil when the
+// policy has neither. The caller holds sd.mu.
+func (sd *graphSender) sender() *strategies.Sender {
+	if !sd.stated {
+		return nil
+	}
+	return &sd.state
+}
+
+// pick returns the replica the balancer picks for an attempt sent now,
+// counting the attempt outstanding there, as the simulator's balancer
+// does: round-robin, random, least-outstanding or power of two choices,
+// over the replicas that outlier detection has not ejected (all of them
+// when it has ejected every one).
+func (s *graphService) pick(now time.Duration) *graphReplica {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.choose(now)
+	r.outstanding++
+	return r
+}
+
+func (s *graphService) choose(now time.Duration) *graphReplica {
+	reps := s.replicas
+	n := len(reps)
+	if n == 1 {
+		return reps[0]
+	}
+	ok := func(r *graphReplica) bool { return s.cfg.Health == nil || r.ejected <= now }
+	var healthy []*graphReplica
+	for _, r := range reps {
+		if ok(r) {
+			healthy = append(healthy, r)
+		}
+	}
+	if len(healthy) == 0 { // every replica ejected: all of them again
+		healthy = reps
+		ok = func(*graphReplica) bool { return true }
+	}
+	switch s.cfg.Balancer {
+	case scenarios.RandomBalancer:
+		return healthy[s.rBalance.IntN(len(healthy))]
+	case scenarios.LeastOutstanding:
+		best := healthy[0]
+		for _, r := range healthy[1:] {
+			if r.outstanding < best.outstanding {
+				best = r
+			}
+		}
+		return best
+	case scenarios.PowerOfTwoChoices:
+		if len(healthy) == 1 {
+			return healthy[0]
+		}
+		i := s.rBalance.IntN(len(healthy))
+		j := s.rBalance.IntN(len(healthy) - 1)
+		if j >= i {
+			j++
+		}
+		if healthy[j].outstanding < healthy[i].outstanding {
+			return healthy[j]
+		}
+		return healthy[i]
+	}
+	for {
+		r := reps[s.next]
+		s.next = (s.next + 1) % n
+		if ok(r) {
+			return r
+		}
+	}
+}
+
+// sent counts an attempt sent to replica r in bucket k.
+func (s *graphService) sent(r *graphReplica, k int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, x := range []*results.ServiceRun{s.stats, r.stats} {
+		if x != nil {
+			x.Attempts++
+			x.Series[k].Attempts++
+		}
+	}
+}
+
+// abandoned is an attempt to replica r whose caller was cancelled
+// before its answer came.
+func (s *graphService) abandoned(r *graphReplica) {
+	s.mu.Lock()
+	r.outstanding--
+	s.mu.Unlock()
+}
+
+// answered counts the answer to an attempt sent to replica r in bucket
+// k, and tells outlier detection.
+func (s *graphService) answered(r *graphReplica, k int, a driverAnswer, now time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r.outstanding--
+	o := a.res.Outcome
+	for _, x := range []*results.ServiceRun{s.stats, r.stats} {
+		if x == nil {
+			continue
+		}
+		graphClassify(x, &x.Series[k], a)
+	}
+	if h := s.cfg.Health; h != nil {
+		switch o {
+		case strategies.Success, strategies.TooManyRequests, strategies.ClientError:
+			r.fails = 0
+		default:
+			r.fails++
+			if r.fails >= h.Consecutive {
+				r.ejected = now + h.EjectFor
+				r.fails = 0
+			}
+		}
+	}
+}
+
+// graphClassify counts answer a in x and in its bucket b.
+func graphClassify(x *results.ServiceRun, b *results.Bucket, a driverAnswer) {
+	switch a.res.Outcome {
+	case strategies.Success:
+		x.OK++
+		b.OK++
+		return
+	case strategies.Timeout:
+		b.NotOKTimeout++
+	case strategies.TooManyRequests:
+		x.Throttled++
+		b.Throttled++
+	}
+	b.NotOK++
+	if a.rejected {
+		x.Rejected++
+		b.Rejected++
+	}
+}
+
+// serveFront is the target's balancer, with replicas: it hands each of
+// the fleet's requests to the replica it picks, in the process, and
+// counts it there.
+func (g *Graph) serveFront(w http.ResponseWriter, r *http.Request) {
+	s := g.services[g.target]
+	now := g.now()
+	rep := s.pick(now)
+	k := g.bucketAt(now)
+	s.mu.Lock()
+	rep.stats.Attempts++
+	rep.stats.Series[k].Attempts++
+	s.mu.Unlock()
+	sw := &statusWriter{ResponseWriter: w}
+	rep.srv.Handler().ServeHTTP(sw, r)
+	a := driverAnswer{res: strategies.Result{Outcome: strategies.Reset}}
+	if sw.status != 0 {
+		a.res.Outcome = driverStatusOutcome(sw.status)
+		a.rejected = a.res.Outcome == strategies.ServerError && sw.Header().Get(ServerReasonHeader) == driverRejectedReason
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	rep.outstanding--
+	graphClassify(rep.stats, &rep.stats.Series[k], a)
+}
+
+// statusWriter records the status a handler wrote; it passes Hijack and
+// deadlines through (see http.ResponseController).
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
