@@ -56,6 +56,11 @@ type Graph struct {
 	frontLn net.Listener
 	served  chan struct{}
 
+	admin     *http.Server // the control endpoint (StartAdmin)
+	adminLn   net.Listener
+	adminDone chan struct{}
+	resetMu   sync.Mutex // one reset at a time
+
 	quit     context.Context // ends at Shutdown: the calls in flight end
 	stop     context.CancelFunc
 	sampling sync.WaitGroup
@@ -215,7 +220,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 			}
 			srv.calls = &graphCalls{g: g, svc: s, replica: r}
 			if i == g.target {
-				srv.fleetTimeout = st.Policy().Timeout
+				srv.fleetTimeout.Store(int64(st.Policy().Timeout))
 			}
 			s.replicas[r].srv = srv
 		}
@@ -275,9 +280,9 @@ func newGraphService(cfg *scenarios.Service, index, buckets int, seed uint64) *g
 }
 
 // holds returns, per service, the longest timeout of an attempt that
-// reaches it (the fleet's at the target, the edges' elsewhere): how long
-// its timeout outages hold a request past their end. 0 when some caller
-// has none.
+// reaches it under any strategy (the fleet's at the target, the edges'
+// elsewhere): how long its timeout outages hold a request past their
+// end. 0 when some caller has none.
 func (g *Graph) holds() []time.Duration {
 	holds := make([]time.Duration, len(g.services))
 	none := make([]bool, len(g.services))
@@ -287,12 +292,15 @@ func (g *Graph) holds() []time.Duration {
 		}
 		holds[i] = max(holds[i], t)
 	}
-	note(g.target, g.st.Policy().Timeout)
-	for _, s := range g.services {
-		for k := range s.cfg.Calls {
-			c := &s.cfg.Calls[k]
-			pol := scenarios.EdgeStrategy(g.st, s.cfg.Name, c)
-			note(g.sc.ServiceIndex(c.Service), pol.Timeout)
+	for k := range g.sc.Strategies {
+		st := &g.sc.Strategies[k]
+		note(g.target, st.Policy().Timeout)
+		for _, s := range g.services {
+			for c := range s.cfg.Calls {
+				call := &s.cfg.Calls[c]
+				pol := scenarios.EdgeStrategy(st, s.cfg.Name, call)
+				note(g.sc.ServiceIndex(call.Service), pol.Timeout)
+			}
 		}
 	}
 	for i := range holds {
@@ -417,6 +425,10 @@ func (g *Graph) Idle(ctx context.Context) error {
 func (g *Graph) Shutdown(ctx context.Context) error {
 	g.stop()
 	var errs []error
+	if g.admin != nil {
+		errs = append(errs, g.admin.Shutdown(ctx))
+		<-g.adminDone
+	}
 	if g.front != nil {
 		errs = append(errs, g.front.Shutdown(ctx))
 		<-g.served
@@ -529,63 +541,6 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 	g.mu.Unlock()
 	g.restart()
 	return nil
-}
-
-// Finish adds to run, the fleet's run against the graph (its own counts
-// describe the target), the services' runs and the edges' attempts:
-// what each service's callers sent it and saw, with what only its
-// replicas know (work processed, duplicated, wasted, late, lost; waits
-// in the queue). Call it once the graph is idle.
-func (g *Graph) Finish(run *results.Run) {
-	run.Edges = []results.EdgeRun{{Callee: g.services[g.target].cfg.Name, Attempts: run.Attempts}}
-	for _, e := range g.edges {
-		run.Edges = append(run.Edges, results.EdgeRun{Caller: e.caller.cfg.Name, Callee: e.callee.cfg.Name, Attempts: e.attempts.Load()})
-	}
-	run.Services = nil
-	for _, s := range g.services {
-		s.mu.Lock()
-		out := s.stats
-		if s.index == g.target {
-			// The fleet's attempts, as its driver counted them.
-			out.Attempts += run.Attempts
-			out.Rejected += run.Rejected
-			out.Throttled += run.Throttled
-			for k := range out.Series {
-				if k >= len(run.Series) {
-					break
-				}
-				b, f := &out.Series[k], run.Series[k]
-				b.Attempts += f.Attempts
-				out.OK += f.OK
-				b.OK += f.OK
-				b.NotOK += f.NotOK
-				b.NotOKTimeout += f.NotOKTimeout
-				b.Rejected += f.Rejected
-				b.Throttled += f.Throttled
-			}
-		}
-		for _, rep := range s.replicas {
-			st := rep.srv.Stats()
-			d := func(after, before int64) int64 { return after - before }
-			for _, x := range []*results.ServiceRun{out, rep.stats} {
-				if x == nil {
-					continue
-				}
-				x.Processed += d(st.Processed, rep.base.Processed)
-				x.Duplicates += d(st.Duplicates, rep.base.Duplicates)
-				x.Wasted += d(st.Wasted, rep.base.Wasted)
-				x.LateWork += d(st.LateWork, rep.base.LateWork)
-				x.Lost += d(st.Lost, rep.base.Lost)
-				x.Started += d(st.Started, rep.base.Started)
-				x.QueueWait += st.QueueWait - rep.base.QueueWait
-			}
-		}
-		s.mu.Unlock()
-		run.Services = append(run.Services, out)
-	}
-	// What only the target's replicas see of the fleet's attempts.
-	t := run.Services[g.target]
-	run.Processed, run.Duplicates, run.Wasted, run.Lost = t.Processed, t.Duplicates, t.Wasted, t.Lost
 }
 
 // graphCalls makes the downstream calls of one replica of a service.

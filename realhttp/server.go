@@ -270,7 +270,7 @@ type Server struct {
 	// and fleetTimeout, at the fleet's target, bounds the fleet's attempt
 	// (its deadline, for late work).
 	calls        serverCalls
-	fleetTimeout time.Duration
+	fleetTimeout atomic.Int64
 }
 
 // serverCalls makes the downstream calls of a graph's service for the

@@ -160,8 +160,14 @@ type ServerState struct {
 	Resets int     `json:"resets"`
 	// Outage is the outage in force now, if any.
 	Outage *ServerOutage `json:"outage"`
-	// Stats are the counts since the server was made.
+	// Stats are the counts since the server was made (a graph's: its
+	// target replicas' attempts and work).
 	Stats ServerStats `json:"stats"`
+	// Strategy is, for a served graph, the strategy whose edge policies
+	// it serves, and Graph its counts since the last reset (see
+	// ServerState.Counts).
+	Strategy string       `json:"strategy,omitempty"`
+	Graph    *GraphCounts `json:"graph,omitempty"`
 }
 
 // ServerOutage is an outage window in scenario seconds.
@@ -211,7 +217,8 @@ func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
 
 // controlReset is the body of a reset.
 type controlReset struct {
-	Seed uint64 `json:"seed"`
+	Seed     uint64 `json:"seed"`
+	Strategy string `json:"strategy,omitempty"` // a served graph's; a server ignores it
 }
 
 func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
@@ -301,7 +308,7 @@ func (c Control) call(ctx context.Context, method, path string, body []byte) (Se
 		return st, fmt.Errorf("realhttp: control %s: %w", target, err)
 	}
 	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	data, err := io.ReadAll(io.LimitReader(resp.Body, controlMaxAnswer))
 	if err != nil {
 		return st, fmt.Errorf("realhttp: control %s: %w", target, err)
 	}
@@ -313,6 +320,10 @@ func (c Control) call(ctx context.Context, method, path string, body []byte) (Se
 	}
 	return st, nil
 }
+
+// controlMaxAnswer bounds an answer of the control endpoint: a served
+// graph's state carries every service's time series.
+const controlMaxAnswer = 256 << 20
 
 // storeChecker is a store that can tell whether it is reachable and
 // whether it lost its data (RedisStore.Check).

@@ -83,8 +83,8 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	now := s.nowLocked()
 	s.lastID++
 	a.id, a.arrived = s.lastID, now
-	if !a.hasOuter && s.fleetTimeout > 0 {
-		a.outer, a.hasOuter = now+s.fleetTimeout, true
+	if t := time.Duration(s.fleetTimeout.Load()); !a.hasOuter && t > 0 {
+		a.outer, a.hasOuter = now+t, true
 	}
 	outage, down := s.outageAt(now)
 	var hint time.Duration

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"strings"
 )
 
 // WriteComparison writes comparison.md: per strategy, the figures of the
@@ -42,6 +43,17 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 			{"delivered", &s.Delivered, &r.Delivered},
 			{"duplicates", &s.Duplicates, &r.Duplicates},
 		}
+		for _, sv := range layers(s, r) {
+			rows = append(rows,
+				struct {
+					name      string
+					sim, real *float64
+				}{sv.sim.Name + ": peak load (overall)", &sv.sim.PeakLoadOverall, &sv.real.PeakLoadOverall},
+				struct {
+					name      string
+					sim, real *float64
+				}{sv.sim.Name + ": amplification", &sv.sim.Amplification, &sv.real.Amplification})
+		}
 		for _, row := range rows {
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", r.Name, row.name, cell(row.sim), cell(row.real), difference(row.sim, row.real))
 		}
@@ -51,6 +63,9 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 		r := &real.Strategies[i]
 		if s, ok := sims[r.Name]; ok {
 			fmt.Fprintf(bw, "%s: %s\n", r.Name, agreement(s, r))
+			if l := layersAgreement(s, r); l != "" {
+				fmt.Fprintf(bw, "%s: %s\n", r.Name, l)
+			}
 		}
 	}
 	bw.WriteString("\nA recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
@@ -103,4 +118,47 @@ func agreement(sim, real *StrategySummary) string {
 		return "recovery time agrees within 15%; peak load does not"
 	}
 	return "neither peak load nor recovery time agrees within 15%"
+}
+
+// layer is one service of a graph, simulated and real.
+type layer struct{ sim, real *ServiceFigures }
+
+// layers pairs the services of a graph's strategy, simulated and real,
+// by name; nil for a single server.
+func layers(sim, real *StrategySummary) []layer {
+	var out []layer
+	for i := range sim.Services {
+		for j := range real.Services {
+			if real.Services[j].Name == sim.Services[i].Name {
+				out = append(out, layer{&sim.Services[i], &real.Services[j]})
+			}
+		}
+	}
+	return out
+}
+
+// layersAgreement says whether every service's overall peak load and
+// amplification agree within AgreementTolerance, naming those that do
+// not; "" for a single server.
+func layersAgreement(sim, real *StrategySummary) string {
+	ls := layers(sim, real)
+	if len(ls) == 0 {
+		return ""
+	}
+	var off []string
+	for _, l := range ls {
+		if !Agrees(l.sim.PeakLoadOverall, l.real.PeakLoadOverall) || !Agrees(l.sim.Amplification, l.real.Amplification) {
+			off = append(off, l.sim.Name)
+		}
+	}
+	if len(off) == 0 {
+		return "peak load and amplification agree within 15% at every service"
+	}
+	return "peak load or amplification does not agree within 15% at " + strings.Join(off, ", ")
+}
+
+// Agrees reports whether a real figure is within AgreementTolerance of
+// the simulated one.
+func Agrees(sim, real float64) bool {
+	return math.Abs(sim-real) <= AgreementTolerance*math.Abs(sim)
 }

@@ -404,6 +404,24 @@ func TestWriteComparison(t *testing.T) {
 	assert.Contains(t, out, "fixed-60s: peak load and recovery time agree within 15%")
 }
 
+func TestWriteComparisonOfAGraph(t *testing.T) {
+	// Each service of a graph gets its overall peak load and its
+	// amplification, and the layers' agreement names the services off
+	// by more than 15%.
+	sim, real := summaryForTest(), summaryForTest()
+	sim.Strategies[0].Services = []ServiceFigures{{Name: "gateway", PeakLoadOverall: 240, Amplification: 2.6}, {Name: "db", PeakLoadOverall: 2100, Amplification: 16}}
+	real.Strategies[0].Services = []ServiceFigures{{Name: "gateway", PeakLoadOverall: 250, Amplification: 2.6}, {Name: "db", PeakLoadOverall: 2500, Amplification: 16.2}}
+	sim.Strategies[1].Services = []ServiceFigures{{Name: "db", PeakLoadOverall: 100, Amplification: 2}}
+	real.Strategies[1].Services = []ServiceFigures{{Name: "db", PeakLoadOverall: 110, Amplification: 2.2}}
+	var buf bytes.Buffer
+	require.NoError(t, WriteComparison(&buf, sim, real, ""))
+	out := buf.String()
+	assert.Contains(t, out, "| full-jitter | db: peak load (overall) | 2,100 | 2,500 | +19.0% |")
+	assert.Contains(t, out, "| full-jitter | gateway: amplification | 2.6 | 2.6 | +0.0% |")
+	assert.Contains(t, out, "full-jitter: peak load or amplification does not agree within 15% at db\n")
+	assert.Contains(t, out, "fixed-60s: peak load and amplification agree within 15% at every service\n")
+}
+
 func TestWriteFiles(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "new", "folder")
 	images := []Image{{File: "a.png", Data: []byte("png")}}

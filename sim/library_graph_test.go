@@ -16,6 +16,21 @@ func init() {
 	libraryChecks["lb-sinkhole.yaml"] = checkLBSinkhole
 	libraryChecks["slow-replica.yaml"] = checkSlowReplica
 	libraryChecks["checkout.yaml"] = checkCheckout
+	libraryChecks["real-graph.yaml"] = checkRealGraph
+}
+
+func checkRealGraph(t *testing.T, l *libraryRun) {
+	every, edge := l.strategy(t, "every-layer"), l.strategy(t, "edge-only")
+	for _, s := range edge.Services {
+		assert.InDelta(t, edge.Amplification, s.Amplification, 1e-9, "edge-only: %s sees each fleet attempt once", s.Name)
+	}
+	// During the outage each fleet attempt makes 3 at orders and 9 at
+	// the database: the database's amplification is at most 9 times the
+	// fleet's, and well above the edge's.
+	assert.LessOrEqual(t, serviceOf(every, "db").Amplification, 9*every.Amplification)
+	assert.Greater(t, serviceOf(every, "db").Amplification, 4*serviceOf(edge, "db").Amplification)
+	assert.Greater(t, serviceOf(every, "db").PeakLoadOverall, 1500.0, "the database's peak: 40 times the fleet's 50/s")
+	assert.Greater(t, every.DeliveredRatio, edge.DeliveredRatio)
 }
 
 func checkLayeredRetries(t *testing.T, l *libraryRun) {

@@ -88,18 +88,26 @@ func TestVersion(t *testing.T) {
 	assert.True(t, strings.HasPrefix(out, "herdlab "), out)
 }
 
-// TestGraphsRunInTheSimulatorOnly: serve and replay refuse a graph of
-// services (exit 2, at the services field) rather than serve a model it
-// does not describe; run simulates it and writes services.csv.
-func TestGraphsRunInTheSimulatorOnly(t *testing.T) {
-	for _, args := range [][]string{
-		{"serve", "--scenario", "../../scenarios/slow-replica.yaml"},
-		{"replay", "../../scenarios/slow-replica.yaml"},
+// TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe: serve and replay refuse
+// a graph setting the real-HTTP graph does not serve yet (exit 2, at its
+// field) rather than serve a model it does not describe; run simulates
+// it and writes services.csv.
+func TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		at   string
+	}{
+		{[]string{"replay", "../../scenarios/cache-flush.yaml"}, "cache-flush.yaml:32:12: services[1].cache: service db: a cache is not served over real HTTP yet"},
+		{[]string{"serve", "--scenario", "../../scenarios/cache-flush.yaml"}, "cache-flush.yaml:32:12: services[1].cache: "},
+		{[]string{"serve", "--scenario", "../../scenarios/deadline-propagation.yaml", "--strategy", "deadline-propagation"}, "deadline-propagation.yaml:47:27: strategies[1].deadline_propagation: deadline propagation is not served"},
+		{[]string{"serve", "--scenario", "../../scenarios/slow-replica.yaml", "--strategy", "nope"}, "--strategy nope: ../../scenarios/slow-replica.yaml has no such strategy"},
+		{[]string{"serve", "--scenario", "../../scenarios/slow-replica.yaml", "--log", "x.log"}, "--log: a graph's replicas keep their keys in memory"},
+		{[]string{"serve", "--scenario", "../../scenarios/real-mode.yaml", "--strategy", "full-jitter"}, "--strategy is for a graph of services"},
+		{[]string{"replay", "../../scenarios/slow-replica.yaml", "--target", "http://127.0.0.1:1/"}, "--target without --control: a graph's figures per service come from its control endpoint"},
 	} {
-		code, _, stderr := herdlab(args...)
-		assert.Equal(t, 2, code, args)
-		assert.Contains(t, stderr, "slow-replica.yaml:18:3: services: ", args)
-		assert.Contains(t, stderr, "runs in the simulator only", args)
+		code, _, stderr := herdlab(tc.args...)
+		assert.Equal(t, 2, code, tc.args)
+		assert.Contains(t, stderr, tc.at, tc.args)
 	}
 	out := t.TempDir()
 	code, stdout, stderr := herdlab("run", "../../scenarios/slow-replica.yaml", "--runs", "1", "--out", out)

@@ -149,6 +149,9 @@ func replay(c *cli, fs *flag.FlagSet) int {
 				return fail(exitBadInput, "%s:%d:%d: %s: %v", sc.File(), line, col, path, err)
 			}
 		}
+		if o.target != "" && o.control == "" {
+			return fail(exitBadInput, "--target without --control: a graph's figures per service come from its control endpoint; name it with --control (herdlab serve prints it)")
+		}
 	}
 	if sc.Server.Model == scenarios.ModelOCC && o.target == "" {
 		return fail(exitBadInput, "the test server has no occ model: simulate it with herdlab run, or name a --target")
@@ -315,7 +318,9 @@ func checkTarget(ctx context.Context, ctl *realhttp.Control, sc *scenarios.Scena
 	switch {
 	case err != nil:
 		return err
-	case st.Fingerprint != realhttp.ServerFingerprint(sc):
+	case sc.Graph() && st.Fingerprint != realhttp.GraphFingerprint(sc):
+		return fmt.Errorf("the target serves scenario %s with other services than %s (or a single server): serve the same file", st.Scenario, sc.File())
+	case !sc.Graph() && st.Fingerprint != realhttp.ServerFingerprint(sc):
 		return fmt.Errorf("the target serves scenario %s with another server section (or other strategy timeouts) than %s: serve the same file", st.Scenario, sc.File())
 	case st.TimeScale != scale:
 		return fmt.Errorf("the target runs at time scale %v, the replay at %v: give both the same --time-scale", st.TimeScale, scale)
@@ -365,6 +370,9 @@ func (p *replayer) replay(ctx context.Context, st *scenarios.Strategy, run int) 
 	if p.ctl == nil {
 		return realhttp.Replay(ctx, p.sc, st, run, opts)
 	}
+	if p.sc.Graph() {
+		return p.replayGraph(ctx, st, run, seed, opts)
+	}
 	before, err := p.ctl.Reset(ctx, seed)
 	if err != nil {
 		return nil, realhttp.DriverStats{}, fmt.Errorf("resetting the target: %w", err)
@@ -376,6 +384,27 @@ func (p *replayer) replay(ctx context.Context, st *scenarios.Strategy, run int) 
 			return r, stats, fmt.Errorf("reading the target's counts: %w", cerr)
 		}
 		addServerFigures(r, before.Stats, after.Stats)
+	}
+	return r, stats, err
+}
+
+// replayGraph replays run run of st against a served graph, reset for
+// it, and adds the graph's counts once it is idle.
+func (p *replayer) replayGraph(ctx context.Context, st *scenarios.Strategy, run int, seed uint64, opts realhttp.DriverOptions) (*results.Run, realhttp.DriverStats, error) {
+	if _, err := p.ctl.ResetStrategy(ctx, seed, st.Name); err != nil {
+		return nil, realhttp.DriverStats{}, fmt.Errorf("resetting the target: %w", err)
+	}
+	r, stats, err := realhttp.Replay(ctx, p.sc, st, run, opts)
+	if r != nil && err == nil {
+		after, cerr := p.ctl.Idle(ctx)
+		if cerr != nil {
+			return r, stats, fmt.Errorf("reading the target's counts: %w", cerr)
+		}
+		counts := after.Counts()
+		if counts == nil {
+			return r, stats, errors.New("the target is not a served graph")
+		}
+		counts.AddTo(r)
 	}
 	return r, stats, err
 }

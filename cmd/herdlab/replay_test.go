@@ -262,7 +262,7 @@ func serveProcess(t *testing.T, args ...string) (work, control string, stdout *s
 	stdout = &syncBuffer{}
 	stdout.Write([]byte(line))
 	go io.Copy(stdout, r)
-	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \((?:metrics and )?control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	return m[1], m[2], stdout
 }
@@ -292,7 +292,7 @@ func serveForTest(t *testing.T, args ...string) (work, control string, stdout *s
 	stdout = &syncBuffer{}
 	stdout.Write([]byte(line))
 	go io.Copy(stdout, r)
-	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \(metrics and control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) \((?:metrics and )?control at (http://127\.0\.0\.1:\d+/)`).FindStringSubmatch(line)
 	require.NotNil(t, m, line)
 	return m[1], m[2], stdout
 }

@@ -36,10 +36,19 @@ told otherwise, and a wider bind is warned about.
 
 With --idempotency-store, keys live in Redis, which must persist them
 (appendonly yes, appendfsync always): serve warns when it does not, and
-says so when Redis loses its data (restarted without persistence).`,
+says so when Redis loses its data (restarted without persistence).
+
+A scenario with services is served whole: every replica of every service
+on a free loopback port of its own (printed), each calling its downstream
+services over HTTP with the edge policies of --strategy (default: the
+first), and the target service at --addr (with replicas, a balancer in
+front of them). herdlab replay --control resets the graph for each run of
+any strategy that deploys the services alike. A graph's replicas keep
+their idempotency keys in memory, and write no log.`,
 	usage: "--scenario FILE.yaml [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.String("scenario", "", "the scenario whose server to serve (required)")
+		fs.String("strategy", "", "a graph of services: the strategy whose edge policies to serve (default: the first)")
 		fs.String("addr", "127.0.0.1:8080", "address to listen on")
 		fs.String("metrics-addr", "127.0.0.1:8081", "address of the metrics and control listener")
 		fs.Float64("time-scale", 1, "multiply every duration of the scenario (0.1: a 30 s outage takes 3 s)")
@@ -62,6 +71,7 @@ says so when Redis loses its data (restarted without persistence).`,
 // serveOpts are serve's flags, checked.
 type serveOpts struct {
 	file, addr, metricsAddr, log, redis string
+	strategy                            string
 	server                              realhttp.ServerOptions
 	logBytes                            int64
 	memory                              realhttp.MemoryLimits
@@ -77,6 +87,7 @@ func serveFlags(fs *flag.FlagSet) (serveOpts, error) {
 	o.metricsAddr, _ = fs.GetString("metrics-addr")
 	o.log, _ = fs.GetString("log")
 	o.redis, _ = fs.GetString("idempotency-store")
+	o.strategy, _ = fs.GetString("strategy")
 	scale, _ := fs.GetFloat64("time-scale")
 	maxConns, _ := fs.GetInt("max-conns")
 	header, _ := fs.GetDuration("read-header-timeout")
@@ -155,8 +166,10 @@ func serve(c *cli, fs *flag.FlagSet) int {
 	}
 	o.server.Seed = sc.Seed
 	if sc.Graph() {
-		line, col := sc.Position("services")
-		return fail(exitBadInput, "%s:%d:%d: services: the test server serves one server's model; a graph of services runs in the simulator only, for now (herdlab run)", o.file, line, col)
+		return serveGraph(c, fs, o, sc)
+	}
+	if o.strategy != "" {
+		return fail(exitBadInput, "--strategy: %s has one server, the same for every strategy: --strategy is for a graph of services", o.file)
 	}
 	if sc.Server.Model == scenarios.ModelOCC {
 		return fail(exitBadInput, "%s: %v", o.file, realhttp.ErrServerModel)

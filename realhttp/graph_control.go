@@ -1,0 +1,294 @@
+package realhttp
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"reflect"
+	"slices"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// GraphCounts are what a graph's services counted since the last
+// reset: per service in file order (its replicas within), with what its
+// replicas saw (work processed, duplicated, wasted, late, lost; waits in
+// the queue), and the attempts sent along each service's calls. They do
+// not hold the fleet's own attempts: AddTo adds them from the fleet's
+// run.
+type GraphCounts struct {
+	Target   int                   `json:"target"`
+	Services []*results.ServiceRun `json:"services"`
+	Calls    []results.EdgeRun     `json:"calls"`
+}
+
+// Counts returns the graph's counts now; call it once the graph is
+// idle.
+func (g *Graph) Counts() GraphCounts {
+	c := GraphCounts{Target: g.target}
+	for _, e := range g.edges {
+		c.Calls = append(c.Calls, results.EdgeRun{Caller: e.caller.cfg.Name, Callee: e.callee.cfg.Name, Attempts: e.attempts.Load()})
+	}
+	for _, s := range g.services {
+		s.mu.Lock()
+		out := cloneServiceRun(s.stats)
+		for i, rep := range s.replicas {
+			st := rep.srv.Stats()
+			xs := []*results.ServiceRun{out}
+			if rep.stats != nil {
+				xs = append(xs, out.Replicas[i])
+			}
+			for _, x := range xs {
+				x.Processed += st.Processed - rep.base.Processed
+				x.Duplicates += st.Duplicates - rep.base.Duplicates
+				x.Wasted += st.Wasted - rep.base.Wasted
+				x.LateWork += st.LateWork - rep.base.LateWork
+				x.Lost += st.Lost - rep.base.Lost
+				x.Started += st.Started - rep.base.Started
+				x.QueueWait += st.QueueWait - rep.base.QueueWait
+			}
+		}
+		s.mu.Unlock()
+		c.Services = append(c.Services, out)
+	}
+	return c
+}
+
+// cloneServiceRun copies s, its series and its replicas.
+func cloneServiceRun(s *results.ServiceRun) *results.ServiceRun {
+	c := *s
+	c.Series = append([]results.Bucket(nil), s.Series...)
+	c.Cache = append([]results.CacheBucket(nil), s.Cache...)
+	c.Replicas = nil
+	for _, r := range s.Replicas {
+		c.Replicas = append(c.Replicas, cloneServiceRun(r))
+	}
+	return &c
+}
+
+// Finish adds the graph's counts to run, the fleet's run against it
+// (see GraphCounts.AddTo). Call it once the graph is idle.
+func (g *Graph) Finish(run *results.Run) { g.Counts().AddTo(run) }
+
+// AddTo adds the counts to run, the fleet's run against the graph, whose
+// own counts describe the target: the services (the target's with the
+// fleet's attempts, as the fleet's driver counted them), the edges (the
+// fleet's first), and the work only the target's replicas see.
+func (c GraphCounts) AddTo(run *results.Run) {
+	if c.Target < 0 || c.Target >= len(c.Services) {
+		return
+	}
+	t := c.Services[c.Target]
+	run.Edges = append([]results.EdgeRun{{Callee: t.Name, Attempts: run.Attempts}}, c.Calls...)
+	t.Attempts += run.Attempts
+	t.Rejected += run.Rejected
+	t.Throttled += run.Throttled
+	for k := range min(len(t.Series), len(run.Series)) {
+		b, f := &t.Series[k], run.Series[k]
+		t.OK += f.OK
+		b.Attempts += f.Attempts
+		b.OK += f.OK
+		b.NotOK += f.NotOK
+		b.NotOKTimeout += f.NotOKTimeout
+		b.Rejected += f.Rejected
+		b.Throttled += f.Throttled
+	}
+	run.Services = c.Services
+	run.Processed, run.Duplicates, run.Wasted, run.Lost = t.Processed, t.Duplicates, t.Wasted, t.Lost
+}
+
+// wire returns the counts as JSON carries them: an unbounded capacity
+// (which JSON has no number for) as -1; unwire undoes it.
+func (c GraphCounts) wire(to bool) {
+	var walk func(s *results.ServiceRun)
+	walk = func(s *results.ServiceRun) {
+		switch {
+		case to && math.IsInf(s.Capacity, 1):
+			s.Capacity = -1
+		case !to && s.Capacity < 0:
+			s.Capacity = math.Inf(1)
+		}
+		for _, r := range s.Replicas {
+			walk(r)
+		}
+	}
+	for _, s := range c.Services {
+		walk(s)
+	}
+}
+
+// GraphFingerprint returns a short digest of what a Graph of sc serves:
+// its services. A replay compares it with the one a served graph
+// reports (ServerState.Fingerprint).
+func GraphFingerprint(sc *scenarios.Scenario) string {
+	b, err := json.Marshal(sc.Services)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(b)
+	return "graph-" + hex.EncodeToString(sum[:8])
+}
+
+// Strategy returns the name of the strategy the graph serves.
+func (g *Graph) Strategy() string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.st.Name
+}
+
+// ResetStrategy is Reset for strategy name, whose edge policies the
+// graph serves from then on. It must deploy the services as the one
+// served does (its services section may not change them): ports and
+// replicas are fixed once the graph listens.
+func (g *Graph) ResetStrategy(ctx context.Context, seed uint64, name string) error {
+	k := slices.IndexFunc(g.sc.Strategies, func(s scenarios.Strategy) bool { return s.Name == name })
+	if k < 0 {
+		return fmt.Errorf("no strategy %q in scenario %s", name, g.sc.Name)
+	}
+	st := &g.sc.Strategies[k]
+	if cur := g.Strategy(); name != cur && !reflect.DeepEqual(g.sc.ServicesFor(st), g.sc.ServicesFor(g.st)) {
+		return fmt.Errorf("strategy %s deploys the services otherwise than %s, which this graph serves: serve it with --strategy %s", name, cur, name)
+	}
+	if _, err := GraphUnsupported(g.sc, st); err != nil {
+		return err
+	}
+	if err := g.Idle(ctx); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	g.st = st
+	g.mu.Unlock()
+	for _, e := range g.edges {
+		pol := scenarios.EdgeStrategy(st, e.caller.cfg.Name, e.cfg)
+		e.policy = pol.Policy()
+		for r := range e.senders {
+			e.senders[r].stated = e.policy.Breaker != nil || e.policy.Budget != nil
+		}
+	}
+	for _, rep := range g.services[g.target].replicas {
+		rep.srv.fleetTimeout.Store(int64(st.Policy().Timeout))
+	}
+	return g.Reset(ctx, seed)
+}
+
+// State returns the graph's state: the target's as a ServerState, with
+// the strategy served and the counts since the last reset.
+func (g *Graph) State() ServerState {
+	t := g.services[g.target].replicas[0].srv.State()
+	st := ServerState{Scenario: g.sc.Name, Fingerprint: GraphFingerprint(g.sc), TimeScale: g.scale, T: g.now().Seconds(),
+		Resets: t.Resets, Outage: t.Outage, Strategy: g.Strategy()}
+	for _, rep := range g.services[g.target].replicas {
+		s := rep.srv.Stats()
+		st.Stats.Attempts += s.Attempts
+		st.Stats.Processed += s.Processed
+		st.Stats.Duplicates += s.Duplicates
+		st.Stats.Wasted += s.Wasted
+		st.Stats.Lost += s.Lost
+	}
+	c := g.Counts()
+	c.wire(true)
+	st.Graph = &c
+	return st
+}
+
+// StartAdmin serves the graph's control endpoint on addr (as
+// Server.StartAdmin): GET /control/state, the graph's State (with
+// ?idle=1 once no request is at any replica, waiting up to 30 s), and
+// POST /control/reset with {"seed": N, "strategy": NAME}, which resets
+// every replica and the graph's counts for a run of that strategy (the
+// one served when empty). Each replica's metrics are on its own port
+// (GET /metrics).
+func (g *Graph) StartAdmin(addr string) error {
+	a, err := serverResolve(addr)
+	if err != nil {
+		return fmt.Errorf("realhttp: StartAdmin: %w", err)
+	}
+	ln, err := net.Listen("tcp", a)
+	if err != nil {
+		return fmt.Errorf("realhttp: StartAdmin: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+ControlStatePath, g.serveState)
+	mux.HandleFunc("POST "+ControlResetPath, g.serveReset)
+	g.admin = &http.Server{Handler: mux, ReadHeaderTimeout: serverDefaultReadTimeout, WriteTimeout: serverWriteSlack + serverResetWait}
+	g.adminLn = ln
+	g.adminDone = make(chan struct{})
+	go func() {
+		defer close(g.adminDone)
+		_ = g.admin.Serve(ln)
+	}()
+	return nil
+}
+
+// AdminURL returns http://host:port/ of the control endpoint, or ""
+// before StartAdmin.
+func (g *Graph) AdminURL() string {
+	if g.adminLn == nil {
+		return ""
+	}
+	return "http://" + g.adminLn.Addr().String() + "/"
+}
+
+func (g *Graph) serveState(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Query().Get("idle") == "1" {
+		ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
+		defer cancel()
+		if err := g.Idle(ctx); err != nil {
+			http.Error(w, err.Error(), http.StatusConflict)
+			return
+		}
+	}
+	writeJSONAnswer(w, http.StatusOK, g.State())
+}
+
+func (g *Graph) serveReset(w http.ResponseWriter, r *http.Request) {
+	var body controlReset
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+		http.Error(w, "bad reset body: "+err.Error(), http.StatusBadRequest)
+		return
+	}
+	if body.Strategy == "" {
+		body.Strategy = g.Strategy()
+	}
+	ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
+	defer cancel()
+	g.resetMu.Lock()
+	err := g.ResetStrategy(ctx, body.Seed, body.Strategy)
+	g.resetMu.Unlock()
+	switch {
+	case errors.Is(err, ErrServerStopped):
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+	case err != nil:
+		http.Error(w, err.Error(), http.StatusConflict)
+	default:
+		writeJSONAnswer(w, http.StatusOK, g.State())
+	}
+}
+
+// ResetStrategy asks a served graph to reset for a run of strategy (see
+// Graph.ResetStrategy), and returns its state after.
+func (c Control) ResetStrategy(ctx context.Context, seed uint64, strategy string) (ServerState, error) {
+	body, _ := json.Marshal(controlReset{Seed: seed, Strategy: strategy})
+	return c.call(ctx, http.MethodPost, ControlResetPath, body)
+}
+
+// Counts returns a served graph's counts from its state (nil for a
+// single server's).
+func (st ServerState) Counts() *GraphCounts {
+	if st.Graph == nil {
+		return nil
+	}
+	c := *st.Graph
+	c.wire(false)
+	return &c
+}

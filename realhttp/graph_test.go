@@ -1,0 +1,234 @@
+package realhttp
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// graphTestReplay parses the graph scenario src and replays its first
+// strategy over real HTTP (run 0), checking that the run kept time.
+func graphTestReplay(t *testing.T, src string) (*scenarios.Scenario, *results.Run) {
+	t.Helper()
+	serverTestLeaks(t)
+	sc, err := scenarios.Parse("graph.yaml", []byte(src))
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	run, _, err := ReplayGraph(ctx, sc, &sc.Strategies[0], 0, DriverOptions{})
+	require.NoError(t, err)
+	require.Len(t, run.Services, len(sc.Services))
+	return sc, run
+}
+
+// graphEdges returns the attempts sent along each edge of run, by
+// "CALLER->CALLEE" ("->TARGET" for the fleet's).
+func graphEdges(run *results.Run) map[string]int64 {
+	out := map[string]int64{}
+	for _, e := range run.Edges {
+		out[e.Caller+"->"+e.Callee] = e.Attempts
+	}
+	return out
+}
+
+// graphSeriesAttempts sums a service's attempts over its buckets.
+func graphSeriesAttempts(s *results.ServiceRun) int64 {
+	var n int64
+	for _, b := range s.Series {
+		n += b.Attempts
+	}
+	return n
+}
+
+func TestGraphChainMultipliesAttemptsAtEveryLayer(t *testing.T) {
+	// A chain of 3 layers whose bottom fails every attempt, each call
+	// (the fleet's too) made up to 4 times: over real HTTP, exactly
+	// 4, 16 and 64 attempts per fleet request at the top, middle and
+	// bottom, as in the simulator.
+	const requests = 4
+	_, run := graphTestReplay(t, `
+name: chain
+duration: 20s
+services:
+  - {name: top, service_time: {dist: constant, mean: 1ms}, calls: [{service: mid}]}
+  - {name: mid, service_time: {dist: constant, mean: 1ms}, calls: [{service: bottom}]}
+  - {name: bottom, failure_probability: 1}
+workload: {target: top, requests: 4, arrival: {kind: uniform, from: 0s, until: 100ms}}
+strategies:
+  - name: retry
+    backoff: {kind: fixed, delay: 2ms}
+    max_attempts: 4
+    timeout: 10s
+    edges:
+      default: {backoff: {kind: fixed, delay: 1ms}, max_attempts: 4, timeout: 5s}
+`)
+	assert.Equal(t, map[string]int64{"->top": 4 * requests, "top->mid": 16 * requests, "mid->bottom": 64 * requests}, graphEdges(run))
+	for i, want := range []int64{4, 16, 64} {
+		s := run.Services[i]
+		assert.Equal(t, want*requests, s.Attempts, s.Name)
+		assert.Equal(t, want*requests, graphSeriesAttempts(s), "%s: every attempt in a bucket", s.Name)
+		assert.Zero(t, s.OK, s.Name)
+	}
+	assert.Equal(t, int64(requests), run.Requests)
+	assert.Zero(t, run.Delivered)
+	assert.Zero(t, run.Services[1].Processed, "mid calls before its work: a failed call leaves it undone")
+}
+
+func TestGraphFanOutQuorumAndAnOutageOnOneReplica(t *testing.T) {
+	// The front calls 3 copies of store in parallel, round-robin over its
+	// 3 replicas, one of which answers 503 for the whole run: a quorum
+	// of 2 delivers every request, all 3 needed delivers none.
+	for _, tc := range []struct {
+		quorum    int
+		delivered bool
+	}{{2, true}, {3, false}} {
+		src := strings.ReplaceAll(`
+name: quorum
+duration: 20s
+services:
+  - {name: front, calls: [{service: store, fanout: 3, quorum: QUORUM}]}
+  - name: store
+    replicas: 3
+    service_time: {dist: constant, mean: 2ms}
+    outages: [{start: 0s, duration: 1h, mode: error, replicas: [1]}]
+workload: {target: front, requests: 30, arrival: {kind: uniform, from: 0s, until: 300ms}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 2s}}}
+`, "QUORUM", string(rune('0'+tc.quorum)))
+		_, run := graphTestReplay(t, src)
+		store := run.Services[1]
+		assert.Equal(t, int64(90), store.Attempts, "quorum %d: 3 copies a request", tc.quorum)
+		require.Len(t, store.Replicas, 3)
+		for r, rep := range store.Replicas {
+			assert.Equal(t, int64(30), rep.Attempts, "quorum %d: round-robin sends replica %d a copy of each", tc.quorum, r)
+		}
+		assert.Zero(t, store.Replicas[1].OK, "replica 1 is down")
+		if tc.delivered {
+			assert.Equal(t, int64(30), run.Delivered, "2 of 3 suffice")
+			assert.Equal(t, int64(60), store.Replicas[0].OK+store.Replicas[2].OK, "the two copies that make each quorum")
+		} else {
+			assert.Zero(t, run.Delivered, "all 3 needed")
+			assert.Zero(t, run.Services[0].Processed, "front calls before its work: a failed call leaves it undone")
+		}
+	}
+}
+
+func TestGraphRefusedReplicaAndCallsAfterTheWork(t *testing.T) {
+	// A replica in a refuse outage refuses the connection: its callers
+	// count the attempt and retry, and round-robin takes them to the
+	// other replica. A call after the work with probability 1/2 is made
+	// for about half the requests.
+	_, run := graphTestReplay(t, `
+name: refused
+duration: 20s
+services:
+  - name: front
+    service_time: {dist: constant, mean: 1ms}
+    calls:
+      - {service: store, retry: {max_attempts: 2, backoff: {kind: fixed, delay: 1ms}}}
+      - {service: audit, when: after, probability: 0.5}
+  - name: store
+    replicas: 2
+    outages: [{start: 0s, duration: 1h, mode: refuse, replicas: [0]}]
+  - {name: audit}
+workload: {target: front, requests: 200, arrival: {kind: uniform, from: 0s, until: 1s}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 2s}}}
+`)
+	store := run.Services[1]
+	r0, r1 := store.Replicas[0], store.Replicas[1]
+	assert.InDelta(t, r0.Attempts, r1.Attempts, 1, "round-robin alternates over every caller's attempts")
+	assert.Equal(t, r0.Attempts, r0.Series[0].NotOK, "every attempt at replica 0 is refused, and counted")
+	assert.Zero(t, r0.OK)
+	assert.Zero(t, r0.Processed, "a refused connection does no work")
+	assert.Equal(t, run.Delivered, r1.OK, "one success at replica 1 for each request delivered")
+	assert.GreaterOrEqual(t, run.Delivered, int64(190), "a refused attempt is retried, mostly at the other replica")
+	assert.Equal(t, run.Delivered, run.Services[0].Processed, "the front works once its call before the work succeeded")
+	audit := run.Services[2].Attempts
+	assert.InDelta(t, float64(run.Delivered)/2, audit, 30, "binomial(delivered, 1/2): 4.2 standard deviations")
+}
+
+func TestGraphCountsWastedAndLateWork(t *testing.T) {
+	// The front gives its call 20 ms, the fleet its attempt 30 ms; the
+	// slow service takes 100 ms: each of its jobs is work for no one
+	// (its caller gave up) and late (the fleet's attempt above gave up).
+	_, run := graphTestReplay(t, `
+name: late
+duration: 20s
+services:
+  - {name: front, calls: [{service: slow, retry: {max_attempts: 1, timeout: 20ms}}]}
+  - {name: slow, service_time: {dist: constant, mean: 100ms}}
+workload: {target: front, requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 30ms}
+`)
+	slow := run.Services[1]
+	assert.Equal(t, int64(5), slow.Processed)
+	assert.Equal(t, int64(5), slow.Wasted)
+	assert.Equal(t, int64(5), slow.LateWork)
+	assert.Zero(t, run.Delivered)
+	assert.Zero(t, slow.OK)
+}
+
+func TestGraphRefusesWhatItDoesNotServe(t *testing.T) {
+	base := `
+name: refused
+services:
+  - {name: front, calls: [{service: db}]}
+  - {name: db SETTING}
+workload: {target: front, requests: 1}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}} STRATEGY}
+`
+	for _, tc := range []struct{ setting, strategy, path string }{
+		{", cache: {hit_ratio: 0.9}", "", "services[1].cache"},
+		{", queue_discipline: lifo", "", "services[1].queue_discipline"},
+		{", shed: {queue_delay: 1s}", "", "services[1].shed"},
+		{"", ", deadline_propagation: true", "strategies[0].deadline_propagation"},
+	} {
+		src := strings.NewReplacer("SETTING", tc.setting, "STRATEGY", tc.strategy).Replace(base)
+		sc, err := scenarios.Parse("refused.yaml", []byte(src))
+		require.NoError(t, err, src)
+		path, err := GraphUnsupported(sc, &sc.Strategies[0])
+		assert.Equal(t, tc.path, path)
+		require.ErrorIs(t, err, ErrGraphUnsupported, tc.path)
+		_, err = NewGraph(sc, &sc.Strategies[0], GraphOptions{})
+		assert.ErrorContains(t, err, tc.path)
+	}
+}
+
+func TestServerSlowOutageMultipliesServiceTimes(t *testing.T) {
+	// A slow outage with factor 5 makes a 20 ms service time 100 ms; it
+	// is not down, and after it the service time is 20 ms again.
+	serverTestLeaks(t)
+	sub := &scenarios.Scenario{Name: "slow", Duration: time.Minute, Bucket: time.Second}
+	sub.Server = scenarios.Default().Server
+	sub.Server.ServiceTime = scenarios.Dist{Kind: scenarios.Constant, Mean: 20 * time.Millisecond}
+	sub.Server.Outages = []scenarios.Outage{{Start: 0, Duration: 400 * time.Millisecond, Mode: scenarios.SlowMode, Factor: 5}}
+	s, err := newServer(sub, ServerOptions{})
+	require.NoError(t, err)
+	require.NoError(t, s.Start(""))
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	took := func() time.Duration {
+		from := time.Now()
+		resp, err := http.Post(s.URL(), "application/json", nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+		return time.Since(from)
+	}
+	assert.GreaterOrEqual(t, took(), 100*time.Millisecond, "slowed 5x")
+	s.mu.Lock()
+	end := s.start.Add(450 * time.Millisecond)
+	s.mu.Unlock()
+	time.Sleep(time.Until(end))
+	assert.Less(t, took(), 100*time.Millisecond, "the outage is over")
+}
