@@ -79,6 +79,10 @@ type driverCall struct {
 	// above it gives up (scenario time), if hasOuter.
 	outer    time.Duration
 	hasOuter bool
+	// deadline is, with deadline propagation, when the caller gives the
+	// attempt up (scenario time), if hasDeadline.
+	deadline    time.Duration
+	hasDeadline bool
 }
 
 // driverBody is the body of an attempt: {"request":N}.
@@ -141,6 +145,9 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	}
 	if c.hasOuter {
 		h[serverOuterHeader] = []string{strconv.FormatInt(int64(c.outer), 10)}
+	}
+	if c.hasDeadline {
+		h[serverDeadlineHeader] = []string{strconv.FormatInt(int64(c.deadline), 10)}
 	}
 	sent = time.Now()
 	resp, err := client.Do(req)

@@ -38,9 +38,10 @@ import (
 //
 // A Graph counts what reaches each service (attempts per bucket by the
 // time they were sent, their outcomes, the queues sampled ten times a
-// bucket), and Finish adds it to the fleet's run. Not served yet, and
-// refused by NewGraph naming the field: caches, queue disciplines other
-// than FIFO, shedding by queue delay, deadline propagation.
+// bucket), and Finish adds it to the fleet's run. A look-aside cache in
+// front of a service is the simulator's (sim.Cache), looked up by its
+// callers before each attempt. Not served yet, and refused by NewGraph
+// naming the field: a cache in front of the fleet's target.
 type Graph struct {
 	sc       *scenarios.Scenario
 	st       *scenarios.Strategy
@@ -65,6 +66,8 @@ type Graph struct {
 	stop     context.CancelFunc
 	sampling sync.WaitGroup
 
+	propagate atomic.Bool // the strategy's deadline propagation
+
 	mu    sync.Mutex // guards start and what the graph draws
 	start time.Time
 	rDraw *rand.Rand // which calls are made (a call's probability)
@@ -72,17 +75,24 @@ type Graph struct {
 
 // graphService is a service of the graph and its replicas.
 type graphService struct {
-	cfg      *scenarios.Service
-	index    int
-	replicas []*graphReplica
-	steps    map[string][][]int // the calls before and after the work, in groups made at once
-	edges    []*graphEdge       // its calls' edges, as cfg.Calls
+	cfg       *scenarios.Service
+	index     int
+	bucketLen time.Duration
+	replicas  []*graphReplica
+	steps     map[string][][]int // the calls before and after the work, in groups made at once
+	edges     []*graphEdge       // its calls' edges, as cfg.Calls
 
-	mu       sync.Mutex // guards the balancer and the counts
+	mu       sync.Mutex // guards the balancer, the cache and the counts
 	next     int        // round-robin's next replica
 	rBalance *rand.Rand
 	stats    *results.ServiceRun
 	samples  []int // queue samples taken in each bucket
+
+	// cache, with a cache in front of the service: the simulator's
+	// (sim.Cache), its draws, and its flush outages not yet begun.
+	cache   *sim.Cache
+	rCache  *rand.Rand
+	flushes []scenarios.Outage
 }
 
 // graphReplica is one replica of a service: its test server, and what
@@ -143,33 +153,16 @@ var ErrGraphUnsupported = errors.New("not served over real HTTP yet")
 // as st deploys it, that a Graph cannot serve, and why; "" when it can
 // serve them all.
 func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path string, err error) {
-	if st.DeadlinePropagation {
-		return fmt.Sprintf("strategies[%d].deadline_propagation", strategyIndex(sc, st)),
-			fmt.Errorf("deadline propagation is %w: simulate it with herdlab run", ErrGraphUnsupported)
-	}
 	for i, svc := range sc.ServicesFor(st) {
 		at := fmt.Sprintf("services[%d]", i)
 		switch {
-		case svc.Cache != nil:
-			return at + ".cache", fmt.Errorf("service %s: a cache is %w: simulate it with herdlab run", svc.Name, ErrGraphUnsupported)
-		case svc.QueueDiscipline != "" && svc.QueueDiscipline != scenarios.FIFO:
-			return at + ".queue_discipline", fmt.Errorf("service %s: queue discipline %s is %w (the test server's queue is FIFO): simulate it with herdlab run", svc.Name, svc.QueueDiscipline, ErrGraphUnsupported)
-		case svc.Shed != nil:
-			return at + ".shed", fmt.Errorf("service %s: shedding by queue delay is %w: simulate it with herdlab run", svc.Name, ErrGraphUnsupported)
+		case svc.Cache != nil && i == sc.TargetIndex():
+			return at + ".cache", fmt.Errorf("service %s: a cache in front of the fleet's target is %w (the fleet's driver has none; caches in front of inner services are served): simulate it with herdlab run", svc.Name, ErrGraphUnsupported)
 		case svc.Model == scenarios.ModelOCC:
 			return at + ".model", fmt.Errorf("service %s: %w", svc.Name, ErrServerModel)
 		}
 	}
 	return "", nil
-}
-
-func strategyIndex(sc *scenarios.Scenario, st *scenarios.Strategy) int {
-	for i := range sc.Strategies {
-		if sc.Strategies[i].Name == st.Name {
-			return i
-		}
-	}
-	return 0
 }
 
 // NewGraph returns the graph of sc, which must be a valid scenario with
@@ -201,10 +194,12 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 		client: client, idle: tr.CloseIdleConnections, quit: quit, stop: stop,
 		start: time.Now(), rDraw: rand.New(rand.NewPCG(seed, 4)),
 	}
+	g.propagate.Store(st.DeadlinePropagation)
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	deployed := sc.ServicesFor(st)
 	for i := range deployed {
 		g.services = append(g.services, newGraphService(&deployed[i], i, buckets, seed))
+		g.services[i].bucketLen = sc.Bucket
 	}
 	holds := g.holds()
 	for i, s := range g.services {
@@ -219,6 +214,8 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 				return nil, err
 			}
 			srv.calls = &graphCalls{g: g, svc: s, replica: r}
+			srv.queue = serverQueueOf(s.cfg)
+			srv.propagate.Store(st.DeadlinePropagation)
 			if i == g.target {
 				srv.fleetTimeout.Store(int64(st.Policy().Timeout))
 			}
@@ -252,6 +249,16 @@ func newGraphService(cfg *scenarios.Service, index, buckets int, seed uint64) *g
 	}
 	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Series: make([]results.Bucket, buckets),
 		Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	if c := cfg.Cache; c != nil {
+		s.rCache = rand.New(rand.NewPCG(seed^uint64(index+1)<<48, 7))
+		s.cache = sim.NewCache(c, cfg.Outages, s.rCache)
+		s.stats.Cache = make([]results.CacheBucket, buckets)
+		for _, o := range cfg.Outages {
+			if o.Mode == scenarios.FlushMode {
+				s.flushes = append(s.flushes, o)
+			}
+		}
+	}
 	for r := range cfg.Replicas {
 		rep := &graphReplica{index: r}
 		if cfg.Replicas > 1 {
@@ -312,7 +319,8 @@ func (g *Graph) holds() []time.Duration {
 }
 
 // replicaScenario is the scenario replica r of service svc serves: the
-// service's server section with the outages that hit the replica, and
+// service's server section with the outages that hit the replica (but
+// flushes, which empty the cache in front of it), and
 // for the hold of a timeout outage, one strategy with the callers'
 // longest timeout.
 func replicaScenario(sc *scenarios.Scenario, svc *scenarios.Service, r int, hold time.Duration) *scenarios.Scenario {
@@ -320,7 +328,7 @@ func replicaScenario(sc *scenarios.Scenario, svc *scenarios.Service, r int, hold
 	sub.Server = svc.Server
 	sub.Server.Outages = nil
 	for _, o := range svc.Outages {
-		if o.Hits(r) {
+		if o.Hits(r) && o.Mode != scenarios.FlushMode { // a flush is the cache's (see graphService.flushDue)
 			sub.Server.Outages = append(sub.Server.Outages, o)
 		}
 	}
@@ -524,6 +532,7 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 		buckets := len(s.stats.Series)
 		fresh := newGraphService(s.cfg, s.index, buckets, seed)
 		s.stats, s.samples = fresh.stats, fresh.samples
+		s.cache, s.rCache, s.flushes = fresh.cache, fresh.rCache, fresh.flushes
 		for r, rep := range s.replicas {
 			rep.outstanding, rep.fails, rep.ejected = 0, 0, 0
 			rep.stats = fresh.replicas[r].stats

@@ -15,13 +15,14 @@ import (
 // run makes the calls of replica c.replica's steps before or after its
 // work (when) for attempt a, one step after another: false as soon as
 // one fails. The calls outlive a caller that gives up (the job goes on,
-// as the simulator's does), not Shutdown.
-func (c *graphCalls) run(r *http.Request, a *serverAttempt, when string) bool {
+// as the simulator's does), not ctx (the job's propagated deadline) nor
+// Shutdown.
+func (c *graphCalls) run(ctx context.Context, a *serverAttempt, when string) bool {
 	groups := c.svc.steps[when]
 	if len(groups) == 0 {
 		return true
 	}
-	ctx, cancel := context.WithCancel(context.WithoutCancel(r.Context()))
+	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	stop := context.AfterFunc(c.g.quit, cancel)
 	defer stop()
@@ -109,12 +110,26 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 	var req strategies.Request
 	sd := &e.senders[from]
 	key := uuid.New()
-	var timeout time.Duration
-	if t := e.policy.Timeout; t > 0 {
-		timeout = max(g.wall(t), 1)
-	}
+	propagate := g.propagate.Load() && a.hasDeadline
+	entry := e.callee.key()
 	for attempt := 1; ; attempt++ {
 		now := g.now()
+		if propagate && now >= a.deadline {
+			return false // no one waits for its answer
+		}
+		if entry >= 0 && e.callee.lookup(now, entry) {
+			return true
+		}
+		// The attempt's deadline: the edge's timeout, bounded by the
+		// propagated one.
+		until, bounded := now+e.policy.Timeout, e.policy.Timeout > 0
+		if propagate && (!bounded || a.deadline < until) {
+			until, bounded = a.deadline, true
+		}
+		var timeout time.Duration
+		if bounded {
+			timeout = max(g.wall(until-now), 1)
+		}
 		sd.mu.Lock()
 		permit, d, ok := e.policy.Begin(sd.sender(), &req, now, sd.r)
 		sd.mu.Unlock()
@@ -123,7 +138,8 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 			k := g.bucketAt(now)
 			e.callee.sent(rep, k)
 			e.attempts.Add(1)
-			call := driverCall{request: int(a.request), key: key, attempt: attempt, planned: now, timeout: timeout, outer: a.outer, hasOuter: a.hasOuter}
+			call := driverCall{request: int(a.request), key: key, attempt: attempt, planned: now, timeout: timeout,
+				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
 			ans, _, live := driverSend(ctx, g.client, rep.url, call)
 			if !live {
 				e.callee.abandoned(rep)
@@ -131,6 +147,9 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 			}
 			now = g.now()
 			e.callee.answered(rep, k, ans, now)
+			if entry >= 0 && ans.res.Outcome == strategies.Success {
+				e.callee.fill(now, entry)
+			}
 			sd.mu.Lock()
 			d = e.policy.Done(sd.sender(), &req, permit, now, ans.res, sd.r)
 			sd.mu.Unlock()
@@ -141,6 +160,9 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 		case strategies.DeadLetter:
 			return false
 		}
+		if propagate && g.now()+d.Wait >= a.deadline {
+			return false // the retry would start after the deadline
+		}
 		t := time.NewTimer(g.wall(d.Wait))
 		select {
 		case <-t.C:
@@ -148,6 +170,51 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 			t.Stop()
 			return false
 		}
+	}
+}
+
+// key draws the key a call to s reads: -1 without a cache in front of
+// it.
+func (s *graphService) key() int32 {
+	if s.cache == nil {
+		return -1
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return int32(s.rCache.IntN(s.cfg.Cache.Keys))
+}
+
+// lookup looks key k up in the cache in front of s at now, counting the
+// lookup and a hit.
+func (s *graphService) lookup(now time.Duration, k int32) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushDue(now)
+	b := &s.stats.Cache[min(int(now/s.bucketLen), len(s.stats.Cache)-1)]
+	s.stats.CacheLookups++
+	b.Lookups++
+	if !s.cache.Lookup(now, k) {
+		return false
+	}
+	s.stats.CacheHits++
+	b.Hits++
+	return true
+}
+
+// fill caches key k at now, after a success.
+func (s *graphService) fill(now time.Duration, k int32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushDue(now)
+	s.cache.Fill(now, k, s.rCache)
+}
+
+// flushDue empties the cache for each flush outage begun by now, once.
+// The caller holds s.mu.
+func (s *graphService) flushDue(now time.Duration) {
+	for len(s.flushes) > 0 && s.flushes[0].Start <= now {
+		s.cache.Flush()
+		s.flushes = s.flushes[1:]
 	}
 }
 

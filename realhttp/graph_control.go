@@ -51,6 +51,8 @@ func (g *Graph) Counts() GraphCounts {
 				x.Duplicates += st.Duplicates - rep.base.Duplicates
 				x.Wasted += st.Wasted - rep.base.Wasted
 				x.LateWork += st.LateWork - rep.base.LateWork
+				x.Shed += st.Shed - rep.base.Shed
+				x.DeadlineDropped += st.Expired - rep.base.Expired
 				x.Lost += st.Lost - rep.base.Lost
 				x.Started += st.Started - rep.base.Started
 				x.QueueWait += st.QueueWait - rep.base.QueueWait
@@ -173,8 +175,14 @@ func (g *Graph) ResetStrategy(ctx context.Context, seed uint64, name string) err
 			e.senders[r].stated = e.policy.Breaker != nil || e.policy.Budget != nil
 		}
 	}
-	for _, rep := range g.services[g.target].replicas {
-		rep.srv.fleetTimeout.Store(int64(st.Policy().Timeout))
+	g.propagate.Store(st.DeadlinePropagation)
+	for _, s := range g.services {
+		for _, rep := range s.replicas {
+			rep.srv.propagate.Store(st.DeadlinePropagation)
+			if s.index == g.target {
+				rep.srv.fleetTimeout.Store(int64(st.Policy().Timeout))
+			}
+		}
 	}
 	return g.Reset(ctx, seed)
 }

@@ -182,19 +182,16 @@ func TestGraphRefusesWhatItDoesNotServe(t *testing.T) {
 	base := `
 name: refused
 services:
-  - {name: front, calls: [{service: db}]}
+  - {name: front, calls: [{service: db}], cache: {hit_ratio: 0.9}}
   - {name: db SETTING}
 workload: {target: front, requests: 1}
 strategies:
-  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}} STRATEGY}
+  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}}}
 `
-	for _, tc := range []struct{ setting, strategy, path string }{
-		{", cache: {hit_ratio: 0.9}", "", "services[1].cache"},
-		{", queue_discipline: lifo", "", "services[1].queue_discipline"},
-		{", shed: {queue_delay: 1s}", "", "services[1].shed"},
-		{"", ", deadline_propagation: true", "strategies[0].deadline_propagation"},
+	for _, tc := range []struct{ setting, path string }{
+		{"", "services[0].cache"},
 	} {
-		src := strings.NewReplacer("SETTING", tc.setting, "STRATEGY", tc.strategy).Replace(base)
+		src := strings.NewReplacer("SETTING", tc.setting).Replace(base)
 		sc, err := scenarios.Parse("refused.yaml", []byte(src))
 		require.NoError(t, err, src)
 		path, err := GraphUnsupported(sc, &sc.Strategies[0])
@@ -231,4 +228,152 @@ func TestServerSlowOutageMultipliesServiceTimes(t *testing.T) {
 	s.mu.Unlock()
 	time.Sleep(time.Until(end))
 	assert.Less(t, took(), 100*time.Millisecond, "the outage is over")
+}
+
+func TestGraphDeadlinePropagationDropsWorkForNoOne(t *testing.T) {
+	// The fleet gives each attempt 30 ms; the slow service takes 100 ms.
+	// With deadline propagation its work is dropped once the deadline
+	// passes (counted), and none is done late; without it, every job is
+	// done late (TestGraphCountsWastedAndLateWork).
+	_, run := graphTestReplay(t, `
+name: deadlines
+duration: 20s
+services:
+  - {name: front, calls: [{service: slow, retry: {max_attempts: 2, timeout: 1s}}]}
+  - {name: slow, service_time: {dist: constant, mean: 100ms}}
+workload: {target: front, requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
+strategies:
+  - {name: propagate, backoff: {kind: none}, max_attempts: 1, timeout: 30ms, deadline_propagation: true}
+`)
+	slow := run.Services[1]
+	assert.Equal(t, int64(5), slow.Attempts, "one attempt each: the retry would start after the deadline")
+	assert.Equal(t, int64(5), slow.DeadlineDropped, "cut short when the deadline passed")
+	assert.Zero(t, slow.Processed)
+	assert.Zero(t, slow.LateWork)
+	assert.Zero(t, run.Delivered)
+}
+
+func TestGraphCacheInFrontOfAService(t *testing.T) {
+	// A warm cache holding half of 1,000 keys answers about half of the
+	// front's calls; a miss goes to the database, once (one attempt an
+	// edge). Flushed for the whole run, it answers none.
+	for _, flush := range []bool{false, true} {
+		outages := ""
+		if flush {
+			outages = "outages: [{start: 0s, duration: 1h, mode: flush}],"
+		}
+		_, run := graphTestReplay(t, `
+name: cache
+duration: 20s
+services:
+  - {name: front, calls: [{service: db}]}
+  - {name: db, `+outages+` cache: {hit_ratio: 0.5, keys: 1000}}
+workload: {target: front, requests: 200, arrival: {kind: uniform, from: 0s, until: 500ms}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}}}
+`)
+		db := run.Services[1]
+		assert.Equal(t, int64(200), db.CacheLookups, "flush %v", flush)
+		assert.Equal(t, db.CacheLookups-db.CacheHits, db.Attempts, "flush %v: every miss, and only a miss, reaches the database", flush)
+		var hits int64
+		for _, b := range db.Cache {
+			hits += b.Hits
+		}
+		assert.Equal(t, db.CacheHits, hits, "flush %v: the hits in their buckets", flush)
+		if flush {
+			assert.Zero(t, db.CacheHits, "a flushed cache misses")
+		} else {
+			assert.InDelta(t, 100, db.CacheHits, 30, "binomial(200, 1/2): 4.2 standard deviations")
+		}
+		assert.Equal(t, int64(200), run.Delivered, "flush %v", flush)
+	}
+}
+
+// serverQueueTest starts a server of one slot, a constant service time
+// and queue discipline q, fills its queue with n requests behind the
+// one in service (in order, each queued before the next is sent), and
+// returns the requests' indexes in the order they were answered, and
+// their reasons.
+func serverQueueTest(t *testing.T, q serverQueue, service time.Duration, n int) (order []int, reasons map[int]string) {
+	t.Helper()
+	serverTestLeaks(t)
+	sub := &scenarios.Scenario{Name: "queue", Duration: time.Minute, Bucket: time.Second}
+	sub.Server = scenarios.Default().Server
+	sub.Server.Concurrency = 1
+	sub.Server.ServiceTime = scenarios.Dist{Kind: scenarios.Constant, Mean: service}
+	s, err := newServer(sub, ServerOptions{})
+	require.NoError(t, err)
+	s.queue = q
+	require.NoError(t, s.Start(""))
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
+	type answer struct {
+		i      int
+		reason string
+	}
+	done := make(chan answer, n+1)
+	send := func(i int) {
+		resp, err := http.Post(s.URL(), "application/json", nil)
+		if err != nil {
+			done <- answer{i, err.Error()}
+			return
+		}
+		resp.Body.Close()
+		done <- answer{i, resp.Header.Get(ServerReasonHeader)}
+	}
+	waitFor := func(busy, queued int) {
+		require.Eventually(t, func() bool {
+			st := s.Stats()
+			return st.InFlight == busy && st.Queued == queued
+		}, 5*time.Second, time.Millisecond)
+	}
+	go send(0)
+	waitFor(1, 0)
+	for i := 1; i <= n; i++ {
+		go send(i)
+		waitFor(1, i)
+	}
+	reasons = map[int]string{}
+	for range n + 1 {
+		a := <-done
+		order = append(order, a.i)
+		reasons[a.i] = a.reason
+	}
+	return order, reasons
+}
+
+func TestServerQueueDisciplines(t *testing.T) {
+	// One slot busy for 100 ms and three requests queued behind it, in
+	// order: FIFO serves them oldest first, LIFO newest first, and
+	// adaptive LIFO newest first once the oldest has waited longer than
+	// its bound (1 ms here: at once), oldest first below it (1 h).
+	for _, tc := range []struct {
+		q    serverQueue
+		want []int
+	}{
+		{serverQueue{discipline: scenarios.FIFO}, []int{0, 1, 2, 3}},
+		{serverQueue{discipline: scenarios.LIFO}, []int{0, 3, 2, 1}},
+		{serverQueue{discipline: scenarios.AdaptiveLIFOQueue, congested: time.Millisecond}, []int{0, 3, 2, 1}},
+		{serverQueue{discipline: scenarios.AdaptiveLIFOQueue, congested: time.Hour}, []int{0, 1, 2, 3}},
+	} {
+		order, reasons := serverQueueTest(t, tc.q, 100*time.Millisecond, 3)
+		assert.Equal(t, tc.want, order, "%+v", tc.q)
+		for i, r := range reasons {
+			assert.Equal(t, "processed", r, "%+v: request %d", tc.q, i)
+		}
+	}
+}
+
+func TestServerShedsByQueueDelayAndCoDel(t *testing.T) {
+	// Shed bound 150 ms, one slot of 100 ms, three queued: the first
+	// waits 100 ms (served), the next two 200 ms and more (shed, 503).
+	_, reasons := serverQueueTest(t, serverQueue{discipline: scenarios.FIFO, shedAfter: 150 * time.Millisecond}, 100*time.Millisecond, 3)
+	assert.Equal(t, map[int]string{0: "processed", 1: "processed", 2: "shed", 3: "shed"}, reasons)
+
+	// CoDel, target 10 ms and interval 150 ms, one slot of 60 ms and six
+	// queued: the first interval (from the first request taken, at
+	// 60 ms) serves three, whose least wait (about 60 ms) is above the
+	// target; the next interval starts overloaded: its first request is
+	// served, every later one waited more than twice the target: shed.
+	_, reasons = serverQueueTest(t, serverQueue{discipline: scenarios.CoDelQueue, codel: scenarios.CoDel{Target: 10 * time.Millisecond, Interval: 150 * time.Millisecond}}, 60*time.Millisecond, 6)
+	assert.Equal(t, map[int]string{0: "processed", 1: "processed", 2: "processed", 3: "processed", 4: "processed", 5: "shed", 6: "shed"}, reasons)
 }

@@ -110,6 +110,10 @@ const (
 	// serverOuterHeader is, on a graph's downstream call, when the
 	// fleet's attempt above it gives up: scenario ns since the start.
 	serverOuterHeader = "Herdlab-Outer"
+	// serverDeadlineHeader is, on a graph's downstream call with
+	// deadline propagation, when its caller gives the attempt up:
+	// scenario ns since the start.
+	serverDeadlineHeader = "Herdlab-Deadline"
 )
 
 // Defaults and limits of the HTTP server.
@@ -263,6 +267,8 @@ type Server struct {
 	doneRetried atomic.Int64
 	doneLost    atomic.Int64
 	late        atomic.Int64 // work done after the fleet's attempt above it gave up
+	shed        atomic.Int64 // taken from the queue and answered 503 (shed bound, CoDel)
+	expired     atomic.Int64 // dropped, queued or in service, when the propagated deadline passed
 	begins      atomic.Int64 // attempts that got a slot
 	queueWait   atomic.Int64 // their waits in the queue, scenario ns summed
 
@@ -271,13 +277,19 @@ type Server struct {
 	// (its deadline, for late work).
 	calls        serverCalls
 	fleetTimeout atomic.Int64
+	queue        serverQueue
+	// propagate drops work whose propagated deadline has passed (the
+	// strategy's deadline_propagation): atomic, as a served graph's
+	// strategy changes at a reset.
+	propagate atomic.Bool
 }
 
 // serverCalls makes the downstream calls of a graph's service for the
-// attempt a it serves with request r: those made before its work or
-// after it (when). It reports whether they succeeded.
+// attempt a it serves: those made before its work or after it (when),
+// until ctx ends (the attempt's propagated deadline). It reports
+// whether they succeeded.
 type serverCalls interface {
-	run(r *http.Request, a *serverAttempt, when string) bool
+	run(ctx context.Context, a *serverAttempt, when string) bool
 }
 
 // NewServer returns a server for the scenario sc, which must be valid and
@@ -710,10 +722,15 @@ type ServerStats struct {
 	Lost          int64 `json:"lost"`
 	Dropped       int64 `json:"dropped"`
 	// LateWork counts, at a graph's service, the requests processed
-	// after the fleet's attempt above them had given up; Started the
+	// after the fleet's attempt above them had given up; Shed those
+	// taken from the queue and answered 503 by the shed bound or CoDel;
+	// Expired those dropped, queued or in service, when their propagated
+	// deadline passed (deadline_propagation); Started the
 	// attempts that got a slot, QueueWait their waits in the queue
 	// summed (scenario time).
 	LateWork  int64         `json:"late_work"`
+	Shed      int64         `json:"shed"`
+	Expired   int64         `json:"deadline_dropped"`
 	Started   int64         `json:"started"`
 	QueueWait time.Duration `json:"queue_wait_ns"`
 	// BadKeys counts the requests answered 400 for a key longer than
@@ -746,6 +763,8 @@ func (s *Server) Stats() ServerStats {
 		ByReason:      map[string]int64{},
 		Processed:     s.processed.Load(),
 		LateWork:      s.late.Load(),
+		Shed:          s.shed.Load(),
+		Expired:       s.expired.Load(),
 		Started:       s.begins.Load(),
 		QueueWait:     time.Duration(s.queueWait.Load()),
 		Duplicates:    s.duplicates.Load(),
@@ -998,35 +1017,6 @@ func (s *Server) startServiceLocked() time.Duration {
 	}
 	s.busy++
 	return d
-}
-
-// startQueuedLocked starts queued requests, oldest first, while slots
-// are free; with drop_expired, one whose client has gone is skipped.
-func (s *Server) startQueuedLocked(now time.Duration) {
-	for s.qhead != nil && s.busy < s.capacityLocked(now) {
-		w := s.qhead
-		s.qhead = w.next
-		if s.qhead == nil {
-			s.qtail = nil
-		}
-		s.qlen--
-		w.next = nil
-		if s.srv.DropExpired && w.ctx.Err() != nil {
-			w.dropped = true
-		} else {
-			w.service = s.startServiceLocked()
-		}
-		close(w.ready)
-	}
-}
-
-// serverWaiter is a request waiting in the queue for a slot.
-type serverWaiter struct {
-	ctx     context.Context
-	ready   chan struct{} // closed when the request gets a slot or is dropped
-	service time.Duration // its service time, set with the slot
-	dropped bool          // skipped by drop_expired
-	next    *serverWaiter
 }
 
 // serverSampler draws durations from a scenario distribution, as the

@@ -17,22 +17,24 @@ import (
 // serverAttempt is one attempt at the handler: what it carried and what
 // came of it.
 type serverAttempt struct {
-	id         uint64        // the server's number for it, from 1
-	arrived    time.Duration // scenario time it reached the handler
-	wall       time.Time
-	key        string
-	attempt    int
-	request    int64
-	hasRequest bool
-	planned    int64
-	hasPlanned bool
-	outer      time.Duration // when the fleet's attempt above it gives up, scenario time
-	hasOuter   bool
-	outcome    strategies.Outcome
-	reason     serverReason
-	duplicate  bool
-	wasted     bool
-	service    time.Duration // scenario time it held a slot
+	id          uint64        // the server's number for it, from 1
+	arrived     time.Duration // scenario time it reached the handler
+	wall        time.Time
+	key         string
+	attempt     int
+	request     int64
+	hasRequest  bool
+	planned     int64
+	hasPlanned  bool
+	outer       time.Duration // when the fleet's attempt above it gives up, scenario time
+	hasOuter    bool
+	deadline    time.Duration // when its caller gives it up, with deadline propagation
+	hasDeadline bool
+	outcome     strategies.Outcome
+	reason      serverReason
+	duplicate   bool
+	wasted      bool
+	service     time.Duration // scenario time it held a slot
 }
 
 // serveWork is the work handler: one attempt, through the scenario's
@@ -77,6 +79,9 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	if n, err := strconv.ParseInt(r.Header.Get(serverOuterHeader), 10, 64); err == nil {
 		a.outer, a.hasOuter = time.Duration(n), true
 	}
+	if n, err := strconv.ParseInt(r.Header.Get(serverDeadlineHeader), 10, 64); err == nil {
+		a.deadline, a.hasDeadline = time.Duration(n), true
+	}
 
 	// Outage and rate limit, at arrival.
 	s.mu.Lock()
@@ -85,6 +90,9 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	a.id, a.arrived = s.lastID, now
 	if t := time.Duration(s.fleetTimeout.Load()); !a.hasOuter && t > 0 {
 		a.outer, a.hasOuter = now+t, true
+		if !a.hasDeadline {
+			a.deadline, a.hasDeadline = a.outer, true
+		}
 	}
 	outage, down := s.outageAt(now)
 	var hint time.Duration
@@ -143,13 +151,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 		waiter = &serverWaiter{ctx: r.Context(), ready: make(chan struct{})}
-		if s.qtail != nil {
-			s.qtail.next = waiter
-		} else {
-			s.qhead = waiter
-		}
-		s.qtail = waiter
-		s.qlen++
+		s.enqueueLocked(waiter, now)
 	}
 	s.mu.Unlock()
 	if waiter != nil {
@@ -158,6 +160,11 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		case <-s.quit:
 			s.leaveQueue(waiter)
 			s.abort(w, a, strategies.Reset, serverReasonShutdown)
+			return
+		}
+		if waiter.shed {
+			s.shed.Add(1)
+			s.answer(w, a, http.StatusServiceUnavailable, serverReasonShed)
 			return
 		}
 		if waiter.dropped {
@@ -195,14 +202,38 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 			return
 		}
 	}
+	jobCtx, cancel := context.WithoutCancel(r.Context()), context.CancelFunc(func() {})
+	if s.propagate.Load() && a.hasDeadline {
+		if s.now() >= a.deadline { // its caller has given up: drop it
+			s.endService()
+			s.expired.Add(1)
+			s.abort(w, a, strategies.Timeout, serverReasonDeadline)
+			return
+		}
+		jobCtx, cancel = context.WithDeadline(jobCtx, s.wallAt(a.deadline))
+	}
+	defer cancel()
 	s.begun(a)
+	expire := func() {
+		s.endService()
+		s.expired.Add(1)
+		s.abort(w, a, strategies.Timeout, serverReasonDeadline)
+	}
 	// A graph's service makes its downstream calls before and after its
 	// own work, holding its slot, as a real service holds its thread.
-	ok := s.calls == nil || s.calls.run(r, a, scenarios.Before)
+	ok := s.calls == nil || s.calls.run(jobCtx, a, scenarios.Before)
+	if !ok && jobCtx.Err() != nil {
+		expire()
+		return
+	}
 	if ok {
-		if !s.work(a) {
+		switch s.work(jobCtx, a) {
+		case workQuit:
 			s.endService()
 			s.abort(w, a, strategies.Reset, serverReasonShutdown)
+			return
+		case workExpired:
+			expire()
 			return
 		}
 		s.processed.Add(1)
@@ -220,7 +251,11 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 				s.done(ctx, a.key)
 			}
 		}
-		ok = s.calls == nil || s.calls.run(r, a, scenarios.After)
+		ok = s.calls == nil || s.calls.run(jobCtx, a, scenarios.After)
+		if !ok && jobCtx.Err() != nil {
+			expire()
+			return
+		}
 	}
 	s.endService()
 	if !ok {
@@ -259,52 +294,37 @@ func (s *Server) begun(a *serverAttempt) {
 	s.queueWait.Add(int64(max(wait, 0)))
 }
 
-// work sleeps attempt a's service time, holding its slot; false when
-// Shutdown cut it short.
-func (s *Server) work(a *serverAttempt) bool {
+// How the work of an attempt ended.
+const (
+	workDone    = iota
+	workExpired // its propagated deadline passed (ctx ended)
+	workQuit    // Shutdown cut it short
+)
+
+// work sleeps attempt a's service time, holding its slot, unless ctx
+// (its propagated deadline) or Shutdown ends it first.
+func (s *Server) work(ctx context.Context, a *serverAttempt) int {
 	d := s.real(a.service)
 	if d <= 0 {
-		return true
+		return workDone
 	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
-		return true
+		return workDone
+	case <-ctx.Done():
+		return workExpired
 	case <-s.quit:
-		return false
+		return workQuit
 	}
 }
 
-// leaveQueue takes waiter out of the queue at Shutdown, or gives back
-// the slot it was given meanwhile.
-func (s *Server) leaveQueue(waiter *serverWaiter) {
+// wallAt returns the wall-clock time of scenario time t.
+func (s *Server) wallAt(t time.Duration) time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	select {
-	case <-waiter.ready:
-		if !waiter.dropped {
-			s.busy--
-		}
-		return
-	default:
-	}
-	var prev *serverWaiter
-	for q := s.qhead; q != nil; prev, q = q, q.next {
-		if q != waiter {
-			continue
-		}
-		if prev == nil {
-			s.qhead = q.next
-		} else {
-			prev.next = q.next
-		}
-		if s.qtail == q {
-			s.qtail = prev
-		}
-		s.qlen--
-		return
-	}
+	return s.start.Add(s.real(t))
 }
 
 // endService frees the slot of a request leaving service and starts

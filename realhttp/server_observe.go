@@ -28,11 +28,13 @@ const (
 	serverReasonStoreError                     // the idempotency store failed
 	serverReasonShutdown                       // cut short by Shutdown
 	serverReasonDownstream                     // a downstream call of a graph's service failed
+	serverReasonShed                           // taken from the queue and answered 503: waited past the shed bound, or CoDel
+	serverReasonDeadline                       // dropped: its propagated deadline passed
 	serverNumReasons
 )
 
 var serverReasonNames = [serverNumReasons]string{
-	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown", "downstream",
+	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown", "downstream", "shed", "deadline",
 }
 
 func (r serverReason) String() string { return serverReasonNames[r] }
@@ -152,6 +154,8 @@ var serverPairs = []struct {
 	{strategies.ServerError, serverReasonInProgress},
 	{strategies.ServerError, serverReasonStoreError},
 	{strategies.ServerError, serverReasonDownstream},
+	{strategies.ServerError, serverReasonShed},
+	{strategies.Timeout, serverReasonDeadline},
 	{strategies.TooManyRequests, serverReasonRateLimit},
 }
 

@@ -7,10 +7,11 @@ import (
 	"github.com/zeontools/herdlab/scenarios"
 )
 
-// cache is a look-aside cache in front of a service (see
+// Cache is a look-aside cache in front of a service (see
 // scenarios.Cache): the keys it holds, in a dense array for random
-// eviction, and each key's place in it and expiry.
-type cache struct {
+// eviction, and each key's place in it and expiry. The real-HTTP graph
+// uses it too, under a lock: a Cache is not safe for concurrent use.
+type Cache struct {
 	cfg     *scenarios.Cache
 	entries int
 	held    []int32         // the keys held
@@ -19,8 +20,10 @@ type cache struct {
 	flushes []scenarios.Outage
 }
 
-func newCache(cfg *scenarios.Cache, outages []scenarios.Outage, r *rand.Rand) *cache {
-	c := &cache{cfg: cfg, entries: cfg.Entries(), at: make([]int32, cfg.Keys)}
+// NewCache returns the cache cfg, warm (a random set of keys, of random
+// ages with a TTL), whose flush outages are among outages.
+func NewCache(cfg *scenarios.Cache, outages []scenarios.Outage, r *rand.Rand) *Cache {
+	c := &Cache{cfg: cfg, entries: cfg.Entries(), at: make([]int32, cfg.Keys)}
 	for _, o := range outages {
 		if o.Mode == scenarios.FlushMode {
 			c.flushes = append(c.flushes, o)
@@ -45,7 +48,7 @@ func newCache(cfg *scenarios.Cache, outages []scenarios.Outage, r *rand.Rand) *c
 }
 
 // down reports whether a flush is in progress at t.
-func (c *cache) down(t time.Duration) bool {
+func (c *Cache) down(t time.Duration) bool {
 	for _, o := range c.flushes {
 		if t >= o.Start && t < o.End() {
 			return true
@@ -54,8 +57,8 @@ func (c *cache) down(t time.Duration) bool {
 	return false
 }
 
-// lookup reports whether key k is held at now.
-func (c *cache) lookup(now time.Duration, k int32) bool {
+// Lookup reports whether key k is held at now (a miss during a flush).
+func (c *Cache) Lookup(now time.Duration, k int32) bool {
 	if c.down(now) || c.at[k] < 0 {
 		return false
 	}
@@ -66,8 +69,9 @@ func (c *cache) lookup(now time.Duration, k int32) bool {
 	return true
 }
 
-// fill caches key k at now, evicting a key at random when full.
-func (c *cache) fill(now time.Duration, k int32, r *rand.Rand) {
+// Fill caches key k at now, evicting a key at random when full; nothing
+// during a flush.
+func (c *Cache) Fill(now time.Duration, k int32, r *rand.Rand) {
 	if c.down(now) {
 		return
 	}
@@ -82,20 +86,20 @@ func (c *cache) fill(now time.Duration, k int32, r *rand.Rand) {
 	}
 }
 
-// flush empties the cache.
-func (c *cache) flush() {
+// Flush empties the cache: at the start of each of its flush outages.
+func (c *Cache) Flush() {
 	for _, k := range c.held {
 		c.at[k] = -1
 	}
 	c.held = c.held[:0]
 }
 
-func (c *cache) insert(k int32) {
+func (c *Cache) insert(k int32) {
 	c.at[k] = int32(len(c.held))
 	c.held = append(c.held, k)
 }
 
-func (c *cache) remove(k int32) {
+func (c *Cache) remove(k int32) {
 	i := c.at[k]
 	last := c.held[len(c.held)-1]
 	c.held[i] = last

@@ -152,7 +152,7 @@ func (g *graph) lookup(s *service, c int32) bool {
 	k := g.current()
 	s.stats.CacheLookups++
 	s.stats.Cache[k].Lookups++
-	if !s.cache.lookup(g.now, cl.key) {
+	if !s.cache.Lookup(g.now, cl.key) {
 		return false
 	}
 	s.stats.CacheHits++
@@ -202,7 +202,7 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 		}
 	}
 	if o == strategies.Success && s.cache != nil && cl.key >= 0 {
-		s.cache.fill(g.now, cl.key, g.rCache)
+		s.cache.Fill(g.now, cl.key, g.rCache)
 	}
 	res := strategies.Result{Outcome: o}
 	if o == strategies.TooManyRequests && cl.hint > 0 {

@@ -103,7 +103,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	for i := range deployed {
 		g.services[i] = newService(&deployed[i], buckets)
 		if c := deployed[i].Cache; c != nil {
-			g.services[i].cache = newCache(c, deployed[i].Outages, g.rCache)
+			g.services[i].cache = NewCache(c, deployed[i].Outages, g.rCache)
 		}
 		g.run.Services = append(g.run.Services, g.services[i].stats)
 	}
@@ -193,7 +193,7 @@ func (g *graph) handle(e event) {
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:
-		g.services[e.a].cache.flush()
+		g.services[e.a].cache.Flush()
 	case gCacheHit:
 		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
 			c.state = stWaiting

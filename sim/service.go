@@ -24,7 +24,7 @@ type service struct {
 	next     int   // round-robin: the next replica
 
 	stats *results.ServiceRun
-	cache *cache // nil without one
+	cache *Cache // nil without one
 	// the service's queue (all replicas) over the current bucket
 	queued    int
 	queueAt   time.Duration

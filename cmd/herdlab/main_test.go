@@ -90,16 +90,23 @@ func TestVersion(t *testing.T) {
 
 // TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe: serve and replay refuse
 // a graph setting the real-HTTP graph does not serve yet (exit 2, at its
-// field) rather than serve a model it does not describe; run simulates
-// it and writes services.csv.
+// field) rather than serve a model it does not describe, and bad flags
+// for a graph; run simulates it and writes services.csv.
 func TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe(t *testing.T) {
+	cached := writeScenario(t, t.TempDir(), "cached.yaml", `name: cached
+services:
+  - {name: api, cache: {hit_ratio: 0.9}, calls: [{service: db}]}
+  - {name: db}
+workload: {target: api, requests: 10}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}}}
+`)
 	for _, tc := range []struct {
 		args []string
 		at   string
 	}{
-		{[]string{"replay", "../../scenarios/cache-flush.yaml"}, "cache-flush.yaml:32:12: services[1].cache: service db: a cache is not served over real HTTP yet"},
-		{[]string{"serve", "--scenario", "../../scenarios/cache-flush.yaml"}, "cache-flush.yaml:32:12: services[1].cache: "},
-		{[]string{"serve", "--scenario", "../../scenarios/deadline-propagation.yaml", "--strategy", "deadline-propagation"}, "deadline-propagation.yaml:47:27: strategies[1].deadline_propagation: deadline propagation is not served"},
+		{[]string{"replay", cached}, "cached.yaml:3:24: services[0].cache: service api: a cache in front of the fleet's target is not served over real HTTP yet"},
+		{[]string{"serve", "--scenario", cached}, "cached.yaml:3:24: services[0].cache: "},
 		{[]string{"serve", "--scenario", "../../scenarios/slow-replica.yaml", "--strategy", "nope"}, "--strategy nope: ../../scenarios/slow-replica.yaml has no such strategy"},
 		{[]string{"serve", "--scenario", "../../scenarios/slow-replica.yaml", "--log", "x.log"}, "--log: a graph's replicas keep their keys in memory"},
 		{[]string{"serve", "--scenario", "../../scenarios/real-mode.yaml", "--strategy", "full-jitter"}, "--strategy is for a graph of services"},
