@@ -214,8 +214,17 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 	}
 	defer cancel()
 	s.begun(a)
+	// A single server frees its slot once the work is done; a graph's
+	// replica once its calls after the work are done too.
+	held := true
+	release := func() {
+		if held {
+			s.endService()
+			held = false
+		}
+	}
 	expire := func() {
-		s.endService()
+		release()
 		s.expired.Add(1)
 		s.abort(w, a, strategies.Timeout, serverReasonDeadline)
 	}
@@ -229,12 +238,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 	if ok {
 		switch s.work(jobCtx, a) {
 		case workQuit:
-			s.endService()
+			release()
 			s.abort(w, a, strategies.Reset, serverReasonShutdown)
 			return
 		case workExpired:
 			expire()
 			return
+		}
+		if s.calls == nil {
+			release()
 		}
 		s.processed.Add(1)
 		s.metrics.processed.Inc()
@@ -257,7 +269,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 			return
 		}
 	}
-	s.endService()
+	release()
 	if !ok {
 		s.answer(w, a, http.StatusServiceUnavailable, serverReasonDownstream)
 		return

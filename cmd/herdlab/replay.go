@@ -31,6 +31,13 @@ scenario clock is reset to 0 before each run; without --control only one
 run can be replayed (one --strategy, --runs 1), its outages timed from
 whenever the target started them.
 
+A scenario with services is replayed against a whole graph of test servers
+(see herdlab serve), in process for each run, or a herdlab serve of it
+named with --target and --control (required: each service's figures come
+from the control endpoint); every service's figures and every edge's
+attempts are written as herdlab run writes them, and comparison.md
+compares each service's peak load and amplification too.
+
 Connections: one process plays every sender; an attempt in flight holds a
 connection, pooled and shared, at most --max-conns at once (by default as
 many as the simulation needs: the most attempts its server holds at once,
