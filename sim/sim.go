@@ -140,15 +140,7 @@ func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 		return g.simulate(ctx)
 	}
 	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
-	w.maxEvents = maxEvents
-	if w.maxEvents <= 0 {
-		w.maxEvents = DefaultMaxEvents
-	}
-	if progress != nil {
-		w.progress = progress
-		w.progressEvery = max(sc.Duration/ProgressUnits, 1)
-		w.progressNext = w.progressEvery
-	}
+	w.setLimits(progress, maxEvents)
 	return w.simulate(ctx)
 }
 

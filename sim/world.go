@@ -74,63 +74,31 @@ const (
 	flagWorker
 )
 
-// sender is one sender's state beyond the strategy's: its dispatcher.
-type sender struct {
-	retry strategies.Sender
-	pool  Pool
-}
-
 // epoch is the wall-clock time of virtual time 0, for HTTP-date hints.
 var epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 
-// world is one run of one strategy: the engine, the models and what they
-// count. It belongs to one goroutine.
+// world is one run of one strategy of a single-server scenario: the
+// engine (clock, event list), the server model, the workload's senders,
+// the dead-letter queue and the OCC row, each its own type (in
+// world_server.go, world_fleet.go, world_dlq.go, world_occ.go), embedded
+// so that the tuned loop reaches every field at a fixed offset. It
+// belongs to one goroutine. A graph of services runs on graph instead.
 type world struct {
-	sc      *scenarios.Scenario
-	policy  *strategies.Policy
-	q       *eventQueue
-	now     time.Duration
-	horizon time.Duration
-	events  int64
+	engine
+	sc     *scenarios.Scenario
+	policy *strategies.Policy
 
 	rArrive, rServe, rNet, rFault, rRetry *rand.Rand
 
-	service, latency sampler
-	reqs             []request
-	permits          []strategies.Permit // per request, with a breaker
-	hints            []uint32            // per request, with a rate limit: the last 429's Retry-After header (see retryAfterHeader), plus 1 (0: none)
-	next             []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
-	versions         []int64             // per request, with model occ: the row version its attempt read
-	occ              bool                // the server is a single row under optimistic concurrency control
-	version          int64               // occ: the row's version, one more per committed write
-	senders          []sender
-	perRequest       bool // one sender per request: senders grow with requests
-	workers          int32
-	blocking         bool // the dispatcher's workers sleep through backoffs
-
-	// server
-	busy       int     // requests in service
-	queue      ring    // the waiting room: request, attempt pairs
-	queueLimit int     // -1: unlimited
-	slots      int     // concurrency, -1: unlimited
-	tokens     float64 // rate limit bucket
-	tokensAt   time.Duration
-	hintFormat strategies.RetryAfterFormat
-	outages    []scenarios.Outage
-
-	// the queue over the current bucket (see queueChange and sample)
-	queueAt   time.Duration // since when its length has not changed
-	queueArea float64       // the integral of its length from the bucket's start to queueAt: requests x ns
-	queueMax  int           // its longest since the bucket's start
-
-	// workload
-	arrived int // requests created so far
-	limit   int // requests to create, -1: no limit (poisson without a cap)
-
-	dlq      []int32 // dead letters, in the order they arrived
-	replayed int
-	dlqDepth int // requests in the dead-letter queue now
-	delayed  int // requests waiting for their backoff now
+	latency sampler
+	reqs    []request
+	permits []strategies.Permit // per request, with a breaker
+	hints   []uint32            // per request, with a rate limit: the last 429's Retry-After header (see retryAfterHeader), plus 1 (0: none)
+	next    []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
+	serverModel
+	workload
+	deadLetters
+	occModel
 
 	lastOutageEnd time.Duration
 	completion    time.Duration // the latest final state of any request
@@ -142,43 +110,6 @@ type world struct {
 	sampled    int           // buckets sampled
 
 	loads uint64 // the event queue's last run prefetched
-
-	progress      func(int)
-	progressEvery time.Duration
-	progressNext  time.Duration
-
-	ctx       context.Context // the run's; simulate checks it every checkEvery events
-	maxEvents int64           // the event budget
-	failed    error           // stops the run at the next check
-}
-
-// ring is a FIFO of (request, attempt) pairs.
-type ring struct {
-	buf        []int32 // pairs: request, attempt
-	head, size int
-}
-
-func (r *ring) len() int { return r.size }
-
-func (r *ring) push(a, b int32) {
-	if 2*r.size == len(r.buf) {
-		grown := make([]int32, max(2*len(r.buf), 64))
-		for i := range r.size {
-			j := (r.head + 2*i) % len(r.buf)
-			grown[2*i], grown[2*i+1] = r.buf[j], r.buf[j+1]
-		}
-		r.buf, r.head = grown, 0
-	}
-	j := (r.head + 2*r.size) % len(r.buf)
-	r.buf[j], r.buf[j+1] = a, b
-	r.size++
-}
-
-func (r *ring) pop() (a, b int32) {
-	a, b = r.buf[r.head], r.buf[r.head+1]
-	r.head = (r.head + 2) % len(r.buf)
-	r.size--
-	return a, b
 }
 
 // maxInstant stops a run whose clock stands still: retries at the same
@@ -201,24 +132,23 @@ var (
 // newWorld prepares run number run of strategy st.
 func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *world {
 	w := &world{
-		sc:       sc,
-		policy:   st.Policy(),
-		q:        newEventQueue(),
-		horizon:  sc.Duration,
-		rArrive:  rand.New(rand.NewPCG(seed, 1)),
-		rServe:   rand.New(rand.NewPCG(seed, 2)),
-		rNet:     rand.New(rand.NewPCG(seed, 3)),
-		rFault:   rand.New(rand.NewPCG(seed, 4)),
-		rRetry:   rand.New(rand.NewPCG(seed, 5)),
-		service:  newSampler(&sc.Server.ServiceTime),
-		latency:  newSampler(sc.Network.Latency),
-		workers:  int32(sc.Workload.Workers),
-		blocking: sc.Workload.Dispatch == scenarios.DispatchBlocking,
-		slots:    int(sc.Server.Concurrency),
-		outages:  sc.Server.Outages,
-		bucket:   sc.Bucket,
-		limit:    sc.Workload.Requests,
+		engine:  newEngine(st.Name, sc.Duration),
+		sc:      sc,
+		policy:  st.Policy(),
+		rArrive: rand.New(rand.NewPCG(seed, 1)),
+		rServe:  rand.New(rand.NewPCG(seed, 2)),
+		rNet:    rand.New(rand.NewPCG(seed, 3)),
+		rFault:  rand.New(rand.NewPCG(seed, 4)),
+		rRetry:  rand.New(rand.NewPCG(seed, 5)),
+		latency: newSampler(sc.Network.Latency),
+		bucket:  sc.Bucket,
 	}
+	w.service = newSampler(&sc.Server.ServiceTime)
+	w.slots = int(sc.Server.Concurrency)
+	w.outages = sc.Server.Outages
+	w.workers = int32(sc.Workload.Workers)
+	w.blocking = sc.Workload.Dispatch == scenarios.DispatchBlocking
+	w.limit = sc.Workload.Requests
 	if sc.Server.Concurrency.Unlimited() {
 		w.slots = -1
 	}
@@ -375,15 +305,7 @@ func (w *world) advance(t time.Duration) {
 	for w.nextSample <= t && w.sampled < len(w.run.Series) {
 		w.sample()
 	}
-	if w.progress != nil && t >= w.progressNext {
-		n := 0
-		for w.progressNext <= t && w.progressNext < w.horizon {
-			w.progressNext += w.progressEvery
-			n++
-		}
-		w.progress(n)
-	}
-	w.now = t
+	w.tick(t)
 }
 
 // sample records the queues at the end of the current bucket, and the
@@ -453,458 +375,6 @@ func (w *world) handle(e event) {
 // samples next (the last one at the horizon).
 func (w *world) current() *results.Bucket {
 	return &w.run.Series[min(w.sampled, len(w.run.Series)-1)]
-}
-
-// newRequest creates the next request of the workload at now and makes
-// its first try.
-func (w *world) newRequest() {
-	i := int32(len(w.reqs))
-	s := int32(i)
-	if n := len(w.senders); n > 0 && !w.perRequest {
-		s = i % int32(n)
-	}
-	if w.perRequest {
-		w.senders = append(w.senders, sender{pool: NewPool()})
-	}
-	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
-	if w.permits != nil {
-		w.permits = append(w.permits, strategies.Permit{})
-	}
-	if w.hints != nil {
-		w.hints = append(w.hints, 0)
-	}
-	if w.next != nil {
-		w.next = append(w.next, -1)
-	}
-	if w.versions != nil {
-		w.versions = append(w.versions, 0)
-	}
-	w.arrived++
-	w.try(i)
-}
-
-// try makes request i's next attempt at now, through its sender's
-// dispatcher and breaker.
-func (w *world) try(i int32) {
-	r := &w.reqs[i]
-	if w.workers > 0 && r.flags&flagWorker == 0 {
-		if !w.senders[r.sender].pool.Acquire(i, w.workers, w.next) {
-			r.state = stQueued
-			return
-		}
-		r.flags |= flagWorker
-	}
-	var sd *strategies.Sender
-	if w.senders != nil {
-		sd = &w.senders[r.sender].retry
-	}
-	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
-	if !ok {
-		w.run.ShortCircuited++
-		w.current().ShortCircuited++
-		w.free(i, d)
-		w.decide(i, d)
-		return
-	}
-	if w.permits != nil {
-		w.permits[i] = permit
-	}
-	r.state = stInFlight
-	r.tag++
-	r.sentAt = w.now
-	r.arrived = -1
-	if w.occ {
-		w.q.push(w.now+w.latency.sample(w.rNet), evOCCRead, i, r.tag)
-		return
-	}
-	if w.latency.zero() {
-		w.atServer(i, r.tag)
-	} else {
-		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, r.tag)
-	}
-}
-
-// free ends request i's hold on its worker after decision d, except in a
-// blocking dispatcher, where the worker sleeps through the request's
-// backoff and is freed only when the request is delivered or given up.
-func (w *world) free(i int32, d strategies.Decision) {
-	r := &w.reqs[i]
-	if r.flags&flagWorker == 0 || (w.blocking && d.Action == strategies.Retry) {
-		return
-	}
-	r.flags &^= flagWorker
-	w.release(r.sender)
-}
-
-// release frees a worker of sender s and gives it the next request
-// waiting in the dispatcher's queue.
-func (w *world) release(s int32) {
-	if w.workers == 0 {
-		return
-	}
-	if i, ok := w.senders[s].pool.Release(w.next); ok {
-		w.reqs[i].state = stWaiting
-		w.q.push(w.now, evTry, i, 0)
-	}
-}
-
-// atServer is attempt tag of request i reaching the server at now.
-func (w *world) atServer(i, tag int32) {
-	r := &w.reqs[i]
-	w.run.Attempts++
-	b := w.current()
-	b.Attempts++
-	if r.state == stInFlight && r.tag == tag {
-		r.arrived = int32(w.sampled)
-	}
-	srv := &w.sc.Server
-	if o, down := w.outage(w.now); down {
-		switch o.Mode {
-		case scenarios.Refuse:
-			w.reply(i, tag, strategies.Refused)
-		case scenarios.ErrorMode:
-			w.reply(i, tag, strategies.ServerError)
-		default: // timeout: no answer; the sender gives up
-			w.expire(i, tag)
-		}
-		return
-	}
-	if srv.RateLimit != nil && !w.takeToken() {
-		w.run.Throttled++
-		b.Throttled++
-		w.hints[i] = w.retryAfterHint()
-		w.reply(i, tag, strategies.TooManyRequests)
-		return
-	}
-	if srv.Idempotency && r.flags&flagStarted != 0 {
-		w.reply(i, tag, w.cached(r))
-		return
-	}
-	if srv.FailureProbability > 0 && w.rFault.Float64() < srv.FailureProbability {
-		w.reply(i, tag, strategies.ServerError)
-		return
-	}
-	if w.busy < w.capacity() {
-		done, ok := w.serve(i, tag)
-		if ok && !(w.latency.zero() && done <= r.sentAt+w.policy.Timeout) {
-			w.expire(i, tag) // the answer may come too late
-		}
-		return
-	}
-	if w.queueLimit >= 0 && w.queue.len() >= w.queueLimit {
-		w.run.Rejected++
-		b.Rejected++
-		w.reply(i, tag, strategies.ServerError)
-		return
-	}
-	w.queueChange()
-	w.queue.push(i, tag)
-	w.queueMax = max(w.queueMax, w.queue.len())
-	w.expire(i, tag)
-}
-
-// occWrite is the conditional write of attempt tag of request i reaching
-// the row at now: it commits when no other write has committed since the
-// attempt read the version, and fails otherwise.
-func (w *world) occWrite(i, tag int32) {
-	w.run.Attempts++
-	w.current().Attempts++
-	w.reqs[i].arrived = int32(w.sampled)
-	w.run.Processed++
-	o := strategies.ServerError // a conflict
-	if w.versions[i] == w.version {
-		w.version++
-		o = strategies.Success
-	}
-	w.reply(i, tag, o)
-}
-
-// outage returns the outage in force at t, if any.
-func (w *world) outage(t time.Duration) (scenarios.Outage, bool) {
-	for _, o := range w.outages {
-		if t < o.Start {
-			break
-		}
-		if t < o.End() {
-			return o, true
-		}
-	}
-	return scenarios.Outage{}, false
-}
-
-// capacity returns how many requests the server may serve at once now:
-// its concurrency, ramped up after an outage by the warmup.
-func (w *world) capacity() int {
-	if w.slots < 0 {
-		return math.MaxInt
-	}
-	wu := w.sc.Server.Warmup
-	if wu.Duration == 0 {
-		return w.slots
-	}
-	for i := len(w.outages) - 1; i >= 0; i-- {
-		end := w.outages[i].End()
-		if w.now < end {
-			continue
-		}
-		if since := w.now - end; since < wu.Duration {
-			return warmupSlots(since, wu, w.slots)
-		}
-		break
-	}
-	return w.slots
-}
-
-// warmupSlots returns the slots of a server with slots in full since
-// into its warmup wu: from wu.From of them, in warmupSteps steps, to all.
-func warmupSlots(since time.Duration, wu scenarios.Warmup, slots int) int {
-	step := float64(mulDiv(since, warmupSteps, int64(wu.Duration))) / warmupSteps
-	return max(1, int((wu.From+(1-wu.From)*step)*float64(slots)))
-}
-
-// takeToken takes a token from the rate limit's bucket, if one is there.
-func (w *world) takeToken() bool {
-	rl := w.sc.Server.RateLimit
-	w.tokens = min(float64(rl.Burst), w.tokens+(w.now-w.tokensAt).Seconds()*rl.Rate)
-	w.tokensAt = w.now
-	if w.tokens >= 1 {
-		w.tokens--
-		return true
-	}
-	return false
-}
-
-// retryAfterHint returns the Retry-After header of a 429 sent now, plus
-// one (see retryAfterHeader).
-func (w *world) retryAfterHint() uint32 {
-	rl := w.sc.Server.RateLimit
-	wait := time.Duration(rl.RetryAfter)
-	if wait == 0 {
-		wait = time.Duration((1 - w.tokens) / rl.Rate * float64(time.Second))
-	}
-	return uint32(retryAfterHeader(wait, w.hintFormat, w.now)) + 1
-}
-
-// retryAfterHeader returns the number a Retry-After header written at
-// virtual time now carries for a wait: delta-seconds rounded up, or for
-// an HTTP-date the second it names, counted from the virtual epoch (the
-// second at or after now + wait). It is what strategies.FormatRetryAfter
-// writes, without the string.
-func retryAfterHeader(wait time.Duration, format strategies.RetryAfterFormat, now time.Duration) int64 {
-	if format == strategies.RetryAfterHTTPDate {
-		return int64((now + wait + time.Second - 1) / time.Second)
-	}
-	return int64((wait + time.Second - 1) / time.Second)
-}
-
-// retryAfterWait returns the wait a sender parses from the header h when
-// it receives it at now, as strategies.ParseRetryAfter does: a date in
-// the past means now.
-func retryAfterWait(h int64, format strategies.RetryAfterFormat, now time.Duration) time.Duration {
-	if format == strategies.RetryAfterHTTPDate {
-		return max(time.Duration(h)*time.Second-now, 0)
-	}
-	return time.Duration(h) * time.Second
-}
-
-// serve starts serving attempt tag of request i now, and returns when it
-// will be done; false when there is no work to do.
-func (w *world) serve(i, tag int32) (time.Duration, bool) {
-	r := &w.reqs[i]
-	if w.sc.Server.DropExpired && (r.state != stInFlight || r.tag != tag) {
-		return 0, false // its sender has given up: skip the work
-	}
-	if w.sc.Server.Idempotency && r.flags&flagStarted != 0 {
-		w.reply(i, tag, w.cached(r))
-		return 0, false
-	}
-	r.flags |= flagStarted
-	d := w.service.sample(w.rServe) + w.slowdown()
-	w.busy++
-	w.q.push(w.now+d, evServed, i, tag)
-	return w.now + d, true
-}
-
-// slowdown returns what the requests in service add to a service time
-// that starts now: Slowdown for each, at most maxSample in all.
-func (w *world) slowdown() time.Duration {
-	sd := w.sc.Server.Slowdown
-	if sd == 0 || w.busy == 0 {
-		return 0
-	}
-	if time.Duration(w.busy) > maxSample/sd {
-		return maxSample
-	}
-	return sd * time.Duration(w.busy)
-}
-
-// cached is the answer of an idempotent server to a repeat of request r,
-// whose key it has seen: the stored success once the first processing is
-// done, and while it is still going on a 503 that asks the sender to come
-// back (the request is not processed twice either way).
-func (w *world) cached(r *request) strategies.Outcome {
-	if r.flags&flagProcessed != 0 {
-		return strategies.Success
-	}
-	return strategies.ServerError
-}
-
-// served is the server finishing attempt tag of request i now.
-func (w *world) served(i, tag int32) {
-	w.busy--
-	r := &w.reqs[i]
-	w.run.Processed++
-	if r.flags&flagProcessed != 0 {
-		w.run.Duplicates++
-	}
-	r.flags |= flagProcessed
-	waiting := r.state == stInFlight && r.tag == tag
-	if !waiting {
-		w.run.Wasted++
-	}
-	if p := w.sc.Server.ResponseLoss; p > 0 && w.rFault.Float64() < p {
-		w.run.Lost++
-		w.reply(i, tag, strategies.Reset)
-	} else {
-		w.reply(i, tag, strategies.Success)
-	}
-	w.startQueued()
-}
-
-// startQueued starts queued work while the server has free slots.
-func (w *world) startQueued() {
-	for w.queue.len() > 0 && w.busy < w.capacity() {
-		w.queueChange()
-		w.serve(w.queue.pop())
-	}
-}
-
-// queueChange accounts for the queue's length up to now, before it
-// changes: the bucket's integral of the length grows by length x time
-// since the last change.
-func (w *world) queueChange() {
-	w.queueArea += float64(w.queue.len()) * float64(w.now-w.queueAt)
-	w.queueAt = w.now
-}
-
-// expire makes the sender of attempt tag of request i give up at its
-// timeout, unless an answer comes first.
-func (w *world) expire(i, tag int32) {
-	r := &w.reqs[i]
-	if r.state != stInFlight || r.tag != tag {
-		return
-	}
-	if t := w.policy.Timeout; t > 0 {
-		w.q.push(max(r.sentAt+t, w.now), evTimeout, i, tag)
-	}
-}
-
-// reply sends the answer o to attempt tag of request i: it reaches the
-// sender after the network's return hop.
-func (w *world) reply(i, tag int32, o strategies.Outcome) {
-	if w.latency.zero() {
-		w.response(i, tag, o)
-		return
-	}
-	w.q.push(w.now+w.latency.sample(w.rNet), evResponse+uint8(o), i, tag)
-}
-
-// response is the answer o to attempt tag of request i reaching its
-// sender now. An answer after the sender gave up is dropped.
-func (w *world) response(i, tag int32, o strategies.Outcome) {
-	r := &w.reqs[i]
-	if r.state != stInFlight || r.tag != tag {
-		return
-	}
-	if t := w.policy.Timeout; t > 0 && w.now-r.sentAt > t {
-		// The answer arrives after the timeout: the timeout event, at
-		// an earlier time, has already handled the attempt.
-		return
-	}
-	w.outcome(i, o)
-}
-
-// outcome is the sender of request i learning that its attempt in flight
-// came to o.
-func (w *world) outcome(i int32, o strategies.Outcome) {
-	r := &w.reqs[i]
-	if r.arrived >= 0 {
-		classify(&w.run.Series[min(int(r.arrived), len(w.run.Series)-1)], o)
-	}
-	res := strategies.Result{Outcome: o}
-	if o == strategies.TooManyRequests && w.hints[i] > 0 {
-		res.RetryAfter = retryAfterWait(int64(w.hints[i]-1), w.hintFormat, w.now)
-		res.HasRetryAfter = true
-		w.hints[i] = 0
-	}
-	if o != strategies.Success {
-		w.current().Failed++
-	}
-	var sd *strategies.Sender
-	if w.senders != nil {
-		sd = &w.senders[r.sender].retry
-	}
-	var permit strategies.Permit
-	if w.permits != nil {
-		permit = w.permits[i]
-	}
-	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
-	r.state = stWaiting
-	w.free(i, d)
-	w.decide(i, d)
-}
-
-// decide carries out the decision d about request i.
-func (w *world) decide(i int32, d strategies.Decision) {
-	r := &w.reqs[i]
-	switch d.Action {
-	case strategies.Deliver:
-		r.state = stDelivered
-		w.final(r)
-		w.run.Delivered++
-		w.current().Delivered++
-		w.run.RecordLatency(w.now - r.created)
-	case strategies.Retry:
-		r.state = stWaiting
-		w.delayed++
-		w.q.push(w.now+d.Wait, evTry, i, retried)
-	case strategies.DeadLetter:
-		r.state, r.reason = stDead, d.Reason
-		w.final(r)
-		w.dlq = append(w.dlq, i)
-		w.dlqDepth++
-	}
-}
-
-// final notes that request r reached a final state now.
-func (w *world) final(r *request) {
-	w.completion = w.now
-	if r.created <= w.lastOutageEnd {
-		w.drain = w.now
-	}
-}
-
-// replay sends dead letter number k back (k = -1 starts the replay): the
-// replay takes the dead letters in the queue when it starts, at the
-// scenario's rate, with fresh attempt counts.
-func (w *world) replay(k int32) {
-	if k < 0 {
-		w.replayed = len(w.dlq)
-		k = 0
-	}
-	if int(k) >= w.replayed {
-		return
-	}
-	i := w.dlq[k]
-	w.dlq[k] = -1 // no longer in the queue
-	w.dlqDepth--
-	r := &w.reqs[i]
-	r.retry = strategies.Request{}
-	r.state = stWaiting
-	w.run.Replayed++
-	w.try(i)
-	gap := time.Duration(float64(time.Second) / w.sc.DLQ.Replay.Rate)
-	w.q.push(w.now+gap, evReplay, k+1, 0)
 }
 
 // finish counts the final state of every request.

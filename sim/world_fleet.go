@@ -1,0 +1,213 @@
+package sim
+
+import (
+	"github.com/zeontools/herdlab/strategies"
+)
+
+// workload is the fleet's side: the requests it has created, and the
+// senders' breakers, budgets and dispatchers.
+type workload struct {
+	senders    []sender
+	perRequest bool // one sender per request: senders grow with requests
+	workers    int32
+	blocking   bool // the dispatcher's workers sleep through backoffs
+	arrived    int  // requests created so far
+	limit      int  // requests to create, -1: no limit (poisson without a cap)
+	delayed    int  // requests waiting for their backoff now
+}
+
+// sender is one sender's state beyond the strategy's: its dispatcher.
+type sender struct {
+	retry strategies.Sender
+	pool  Pool
+}
+
+// newRequest creates the next request of the workload at now and makes
+// its first try.
+func (w *world) newRequest() {
+	i := int32(len(w.reqs))
+	s := int32(i)
+	if n := len(w.senders); n > 0 && !w.perRequest {
+		s = i % int32(n)
+	}
+	if w.perRequest {
+		w.senders = append(w.senders, sender{pool: NewPool()})
+	}
+	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
+	if w.permits != nil {
+		w.permits = append(w.permits, strategies.Permit{})
+	}
+	if w.hints != nil {
+		w.hints = append(w.hints, 0)
+	}
+	if w.next != nil {
+		w.next = append(w.next, -1)
+	}
+	if w.versions != nil {
+		w.versions = append(w.versions, 0)
+	}
+	w.arrived++
+	w.try(i)
+}
+
+// try makes request i's next attempt at now, through its sender's
+// dispatcher and breaker.
+func (w *world) try(i int32) {
+	r := &w.reqs[i]
+	if w.workers > 0 && r.flags&flagWorker == 0 {
+		if !w.senders[r.sender].pool.Acquire(i, w.workers, w.next) {
+			r.state = stQueued
+			return
+		}
+		r.flags |= flagWorker
+	}
+	var sd *strategies.Sender
+	if w.senders != nil {
+		sd = &w.senders[r.sender].retry
+	}
+	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
+	if !ok {
+		w.run.ShortCircuited++
+		w.current().ShortCircuited++
+		w.free(i, d)
+		w.decide(i, d)
+		return
+	}
+	if w.permits != nil {
+		w.permits[i] = permit
+	}
+	r.state = stInFlight
+	r.tag++
+	r.sentAt = w.now
+	r.arrived = -1
+	if w.occ {
+		w.q.push(w.now+w.latency.sample(w.rNet), evOCCRead, i, r.tag)
+		return
+	}
+	if w.latency.zero() {
+		w.atServer(i, r.tag)
+	} else {
+		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, r.tag)
+	}
+}
+
+// free ends request i's hold on its worker after decision d, except in a
+// blocking dispatcher, where the worker sleeps through the request's
+// backoff and is freed only when the request is delivered or given up.
+func (w *world) free(i int32, d strategies.Decision) {
+	r := &w.reqs[i]
+	if r.flags&flagWorker == 0 || (w.blocking && d.Action == strategies.Retry) {
+		return
+	}
+	r.flags &^= flagWorker
+	w.release(r.sender)
+}
+
+// release frees a worker of sender s and gives it the next request
+// waiting in the dispatcher's queue.
+func (w *world) release(s int32) {
+	if w.workers == 0 {
+		return
+	}
+	if i, ok := w.senders[s].pool.Release(w.next); ok {
+		w.reqs[i].state = stWaiting
+		w.q.push(w.now, evTry, i, 0)
+	}
+}
+
+// expire makes the sender of attempt tag of request i give up at its
+// timeout, unless an answer comes first.
+func (w *world) expire(i, tag int32) {
+	r := &w.reqs[i]
+	if r.state != stInFlight || r.tag != tag {
+		return
+	}
+	if t := w.policy.Timeout; t > 0 {
+		w.q.push(max(r.sentAt+t, w.now), evTimeout, i, tag)
+	}
+}
+
+// reply sends the answer o to attempt tag of request i: it reaches the
+// sender after the network's return hop.
+func (w *world) reply(i, tag int32, o strategies.Outcome) {
+	if w.latency.zero() {
+		w.response(i, tag, o)
+		return
+	}
+	w.q.push(w.now+w.latency.sample(w.rNet), evResponse+uint8(o), i, tag)
+}
+
+// response is the answer o to attempt tag of request i reaching its
+// sender now. An answer after the sender gave up is dropped.
+func (w *world) response(i, tag int32, o strategies.Outcome) {
+	r := &w.reqs[i]
+	if r.state != stInFlight || r.tag != tag {
+		return
+	}
+	if t := w.policy.Timeout; t > 0 && w.now-r.sentAt > t {
+		// The answer arrives after the timeout: the timeout event, at
+		// an earlier time, has already handled the attempt.
+		return
+	}
+	w.outcome(i, o)
+}
+
+// outcome is the sender of request i learning that its attempt in flight
+// came to o.
+func (w *world) outcome(i int32, o strategies.Outcome) {
+	r := &w.reqs[i]
+	if r.arrived >= 0 {
+		classify(&w.run.Series[min(int(r.arrived), len(w.run.Series)-1)], o)
+	}
+	res := strategies.Result{Outcome: o}
+	if o == strategies.TooManyRequests && w.hints[i] > 0 {
+		res.RetryAfter = retryAfterWait(int64(w.hints[i]-1), w.hintFormat, w.now)
+		res.HasRetryAfter = true
+		w.hints[i] = 0
+	}
+	if o != strategies.Success {
+		w.current().Failed++
+	}
+	var sd *strategies.Sender
+	if w.senders != nil {
+		sd = &w.senders[r.sender].retry
+	}
+	var permit strategies.Permit
+	if w.permits != nil {
+		permit = w.permits[i]
+	}
+	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+	r.state = stWaiting
+	w.free(i, d)
+	w.decide(i, d)
+}
+
+// decide carries out the decision d about request i.
+func (w *world) decide(i int32, d strategies.Decision) {
+	r := &w.reqs[i]
+	switch d.Action {
+	case strategies.Deliver:
+		r.state = stDelivered
+		w.final(r)
+		w.run.Delivered++
+		w.current().Delivered++
+		w.run.RecordLatency(w.now - r.created)
+	case strategies.Retry:
+		r.state = stWaiting
+		w.delayed++
+		w.q.push(w.now+d.Wait, evTry, i, retried)
+	case strategies.DeadLetter:
+		r.state, r.reason = stDead, d.Reason
+		w.final(r)
+		w.dlq = append(w.dlq, i)
+		w.dlqDepth++
+	}
+}
+
+// final notes that request r reached a final state now.
+func (w *world) final(r *request) {
+	w.completion = w.now
+	if r.created <= w.lastOutageEnd {
+		w.drain = w.now
+	}
+}
