@@ -1,6 +1,7 @@
 package realhttp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -129,8 +130,9 @@ type graphSender struct {
 }
 
 // GraphOptions configures a Graph: the servers' options (TimeScale,
-// Seed, MaxConns... as for NewServer; Log and Store are not used), and
-// the connections between services.
+// Seed, MaxConns... as for NewServer; Log, Store and Events are not
+// used: the replicas of a service share an in-memory store), and the
+// connections between services.
 type GraphOptions struct {
 	Server ServerOptions
 	// MaxConns bounds the connections of the services' calls, per
@@ -203,16 +205,23 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 	}
 	holds := g.holds()
 	for i, s := range g.services {
+		// The replicas of a service share its idempotency store, as they
+		// would a datastore, and its count of duplicates: a retry that
+		// another replica takes is answered from the store, or counted.
+		store := NewMemoryStore(MemoryLimits{})
+		seen := newServerSeen(cmp.Or(opts.Server.DuplicateWindow, serverDefaultDuplicateWindow))
 		for r := range s.cfg.Replicas {
 			so := opts.Server
 			so.TimeScale = scale
-			so.Log, so.Store, so.Events = nil, nil, nil
+			so.Log, so.Events = nil, nil
 			so.Seed = seed ^ uint64(i+1)<<32 ^ uint64(r+1)
+			so.Store = store
 			srv, err := newServer(replicaScenario(sc, s.cfg, r, holds[i]), so)
 			if err != nil {
 				stop()
 				return nil, err
 			}
+			srv.seen = seen
 			srv.calls = &graphCalls{g: g, svc: s, replica: r}
 			srv.queue = serverQueueOf(s.cfg)
 			srv.propagate.Store(st.DeadlinePropagation)

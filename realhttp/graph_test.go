@@ -383,3 +383,39 @@ func TestServerShedsByQueueDelayAndCoDel(t *testing.T) {
 	_, reasons = serverQueueTest(t, serverQueue{discipline: scenarios.CoDelQueue, codel: scenarios.CoDel{Target: 10 * time.Millisecond, Interval: 250 * time.Millisecond}}, 100*time.Millisecond, 6)
 	assert.Equal(t, map[int]string{0: "processed", 1: "processed", 2: "processed", 3: "processed", 4: "processed", 5: "shed", 6: "shed"}, reasons)
 }
+
+func TestGraphReplicasShareTheIdempotencyStore(t *testing.T) {
+	// Every answer of the database is lost after its work, and the
+	// front's retry goes to the other replica (round-robin). With
+	// idempotency the replicas share the store: the retry is answered
+	// from it, and nothing is processed twice. Without, the second
+	// replica processes it again: a duplicate, counted across replicas.
+	for _, idem := range []bool{true, false} {
+		setting := "false"
+		if idem {
+			setting = "true"
+		}
+		_, run := graphTestReplay(t, `
+name: shared-store
+duration: 20s
+services:
+  - {name: front, calls: [{service: db, retry: {max_attempts: 2, backoff: {kind: fixed, delay: 1ms}}}]}
+  - {name: db, replicas: 2, response_loss: 1, idempotency: `+setting+`}
+workload: {target: front, requests: 1, arrival: {kind: uniform, from: 0s, until: 1ms}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 1s}}}
+`)
+		db := run.Services[1]
+		assert.Equal(t, int64(2), db.Attempts, "idempotency %v", idem)
+		assert.Equal(t, int64(1), db.Replicas[0].Attempts, "idempotency %v: round-robin", idem)
+		if idem {
+			assert.Equal(t, int64(1), db.Processed, "the retry is answered from the shared store")
+			assert.Zero(t, db.Duplicates)
+			assert.Equal(t, int64(1), run.Delivered, "its cached answer is not lost")
+		} else {
+			assert.Equal(t, int64(2), db.Processed)
+			assert.Equal(t, int64(1), db.Duplicates, "processed again at the other replica, and counted")
+			assert.Zero(t, run.Delivered, "both answers lost")
+		}
+	}
+}
