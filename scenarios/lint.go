@@ -213,7 +213,7 @@ func Lint(s *Scenario) []Finding {
 				add(ruleBeyondMaxElapsed, path+".max_attempts", "%s", st.beyondMaxElapsed(worst))
 			}
 		}
-		if br := st.Breaker; br != nil {
+		if br := st.Breaker; br != nil && br.Kind != BreakerCumulative {
 			if first := b.firstStep(); br.OpenFor < first {
 				add(ruleBreakerShorterThanBackoff, path+".breaker.open_for",
 					"breaker open for %s, shorter than the first backoff wait (%s %s): it is half-open again before "+

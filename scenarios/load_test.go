@@ -137,7 +137,7 @@ func TestEveryFieldDecodes(t *testing.T) {
 	}, s.Workload)
 	assert.Equal(t, &Replay{At: time.Hour, Rate: 100}, s.DLQ.Replay)
 	require.Len(t, s.Strategies, 7)
-	assert.Equal(t, &Breaker{Consecutive: 50, Window: time.Minute, MinCalls: 10, OpenFor: 15 * time.Minute,
+	assert.Equal(t, &Breaker{Kind: BreakerStandard, Consecutive: 50, Window: time.Minute, MinCalls: 10, OpenFor: 15 * time.Minute,
 		OpenJitter: 0.1, Canaries: 1, On: []string{"timeout"}}, s.Strategies[2].Breaker)
 	assert.Equal(t, RetryAfter{Mode: "max", Cap: 2 * time.Minute}, s.Strategies[2].RetryAfter)
 }
@@ -174,7 +174,7 @@ func TestPolicy(t *testing.T) {
 	assert.True(t, byName["equal"].ShortCircuitIsAttempt)
 	assert.True(t, byName["equal"].Breaker.RetriesOnly)
 	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetTokens, MaxTokens: 10, TokenRatio: 0.1,
-		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}, byName["decorrelated"].Budget)
+		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1}, byName["decorrelated"].Budget)
 	assert.Equal(t, strategies.BudgetQuota, byName["grpc"].Budget.Kind)
 	assert.Equal(t, strategies.ProportionalJitter{Base: time.Second, Cap: 120 * time.Second, Multiplier: 1.6, Factor: 0.2}, byName["grpc"].Backoff)
 	assert.Equal(t, strategies.DecorrelatedJitterV2{Base: time.Second, Cap: time.Minute}, byName["polly"].Backoff)
@@ -286,4 +286,39 @@ strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 	assert.Equal(t, "100 requests in a burst at 0s, one sender each; 2 services, the fleet calls api; "+
 		"api: calls db x2; 10 slots x 10ms (1,000 req/s); no outage; "+
 		"db: 3 replicas (random) of 5 slots x 5ms (1,000 req/s); outages: error 0s-10s (replicas [1]); 15m0s horizon; strategies: s", s.Describe())
+}
+
+func TestBrookerPolicies(t *testing.T) {
+	// The bucket budget takes its own defaults (capacity 5, not the
+	// quota's 500) and a written capacity; the cumulative breaker takes
+	// only failure_ratio and on.
+	s, err := Parse("brooker.yaml", []byte(`name: brooker
+workload: {requests: 10}
+strategies:
+  - {name: bucket, backoff: {kind: fixed, delay: 10ms}, budget: {kind: bucket}}
+  - {name: bucket-10, backoff: {kind: fixed, delay: 10ms}, budget: {kind: bucket, capacity: 10, deposit: 0.2}}
+  - {name: breaker, backoff: {kind: fixed, delay: 10ms}, breaker: {kind: cumulative, failure_ratio: 0.1}}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetBucket, MaxTokens: 10, TokenRatio: 0.1, Capacity: 5,
+		RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1}, s.Strategies[0].Policy().Budget)
+	b := s.Strategies[1].Policy().Budget
+	assert.Equal(t, 10.0, b.Capacity)
+	assert.Equal(t, 0.2, b.Deposit)
+	br := s.Strategies[2].Policy().Breaker
+	assert.True(t, br.Cumulative)
+	assert.Equal(t, 0.1, br.FailureRatio)
+
+	for _, tc := range []struct{ setting, want string }{
+		{"budget: {kind: bucket, threshold: 5}", "strategies[0].budget.threshold: must be below the capacity (5), or no retry ever goes, got 5"},
+		{"budget: {kind: bucket, deposit: 0}", "strategies[0].budget.deposit: must be > 0, got 0"},
+		{"budget: {kind: bucket, max_tokens: 3}", "strategies[0].budget.max_tokens: not used by bucket (it uses capacity, deposit, cost, threshold)"},
+		{"breaker: {kind: cumulative}", "strategies[0].breaker.failure_ratio: must be in (0,1]"},
+		{"breaker: {kind: cumulative, failure_ratio: 0.1, consecutive: 3}", "strategies[0].breaker.consecutive: not used by cumulative (it uses failure_ratio, on)"},
+		{"breaker: {kind: sliding, consecutive: 3}", `strategies[0].breaker.kind: unknown value "sliding" (want one of standard, cumulative)`},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 3, "+tc.setting+"}\n"))
+		require.Error(t, err, tc.setting)
+		assert.Contains(t, err.Error(), tc.want, tc.setting)
+	}
 }

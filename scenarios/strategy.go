@@ -141,12 +141,17 @@ func (r *RetryAfter) setDefaults() {
 	r.Cap = strategies.DefaultRetryAfterCap
 }
 
-// Breaker is a circuit breaker per sender. It trips on Consecutive
-// failures (within Window, when set) or on a FailureRatio over Window once
-// MinCalls calls were made; it stays open OpenFor, jittered by OpenJitter,
-// then lets Canaries attempts through. Defaults: open_for 15m, canaries 1,
-// min_calls 10, failures on refused, timeout, reset and 5xx.
+// Breaker is a circuit breaker per sender. Kind standard (the default)
+// trips on Consecutive failures (within Window, when set) or on a
+// FailureRatio over Window once MinCalls calls were made; it stays open
+// OpenFor, jittered by OpenJitter, then lets Canaries attempts through.
+// Defaults: open_for 15m, canaries 1, min_calls 10, failures on refused,
+// timeout, reset and 5xx. Kind cumulative is Brooker's 2022 retry
+// breaker: retries go only while the sender's failed attempts over its
+// first tries since the start are at most FailureRatio (see
+// strategies.Breaker.Cumulative).
 type Breaker struct {
+	Kind         string        `yaml:"kind"`
 	Consecutive  int           `yaml:"consecutive"`
 	FailureRatio float64       `yaml:"failure_ratio"`
 	Window       time.Duration `yaml:"window"`
@@ -165,15 +170,32 @@ type Breaker struct {
 }
 
 func (b *Breaker) setDefaults() {
+	b.Kind = BreakerStandard
 	b.OpenFor = 15 * time.Minute
 	b.Canaries = 1
 	b.MinCalls = 10
 }
 
+// The kinds of breaker.
+const (
+	BreakerStandard   = "standard"
+	BreakerCumulative = "cumulative"
+)
+
+var breakerKeys = map[string][]string{
+	BreakerStandard:   {"consecutive", "failure_ratio", "window", "min_calls", "open_for", "open_jitter", "canaries", "on", "counts_as_attempt", "retries_only"},
+	BreakerCumulative: {"failure_ratio", "on"},
+}
+
+func (b *Breaker) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	checkKindKeys(b.Kind, breakerKeys, written, fail)
+}
+
 // Budget is a retry budget per sender: kind tokens (gRPC retry
-// throttling: max_tokens 10, token_ratio 0.1 by default) or quota (the AWS
+// throttling: max_tokens 10, token_ratio 0.1 by default), quota (the AWS
 // SDK's retry quota: capacity 500, retry_cost 5, timeout_cost 10,
-// no_retry_increment 1 by default).
+// no_retry_increment 1 by default) or bucket (Brooker's 2022 token
+// bucket: capacity 5, deposit 0.1, cost 1, threshold 1 by default).
 type Budget struct {
 	Kind             string  `yaml:"kind"`
 	MaxTokens        float64 `yaml:"max_tokens"`
@@ -182,19 +204,34 @@ type Budget struct {
 	RetryCost        float64 `yaml:"retry_cost"`
 	TimeoutCost      float64 `yaml:"timeout_cost"`
 	NoRetryIncrement float64 `yaml:"no_retry_increment"`
+	Deposit          float64 `yaml:"deposit"`
+	Cost             float64 `yaml:"cost"`
+	Threshold        float64 `yaml:"threshold"`
 }
 
 var budgetKeys = map[string][]string{
 	"tokens": {"max_tokens", "token_ratio"},
 	"quota":  {"capacity", "retry_cost", "timeout_cost", "no_retry_increment"},
+	"bucket": {"capacity", "deposit", "cost", "threshold"},
 }
+
+// bucketCapacity is the default capacity of a bucket budget (the
+// quota's is Budget.setDefaults').
+const bucketCapacity = 5
 
 func (b *Budget) setDefaults() {
-	*b = Budget{MaxTokens: 10, TokenRatio: 0.1, Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}
+	*b = Budget{MaxTokens: 10, TokenRatio: 0.1, Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1,
+		Deposit: 0.1, Cost: 1, Threshold: 1}
 }
 
+// checkKeys checks the keys that b's kind uses; it also gives a bucket
+// the capacity of its kind when the file wrote none (the one place that
+// knows which keys the file wrote).
 func (b *Budget) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
 	checkKindKeys(b.Kind, budgetKeys, written, fail)
+	if _, ok := written["capacity"]; b.Kind == "bucket" && !ok {
+		b.Capacity = bucketCapacity
+	}
 }
 
 // Policy returns the strategies.Policy that s describes. s must be valid
@@ -211,6 +248,7 @@ func (s Strategy) Policy() *strategies.Policy {
 	p.RetryAfter.Cap = s.RetryAfter.Cap
 	if b := s.Breaker; b != nil {
 		p.Breaker = &strategies.Breaker{
+			Cumulative:   b.Kind == BreakerCumulative,
 			Consecutive:  b.Consecutive,
 			FailureRatio: b.FailureRatio,
 			Window:       b.Window,
@@ -233,6 +271,9 @@ func (s Strategy) Policy() *strategies.Policy {
 			RetryCost:        b.RetryCost,
 			TimeoutCost:      b.TimeoutCost,
 			NoRetryIncrement: b.NoRetryIncrement,
+			Deposit:          b.Deposit,
+			Cost:             b.Cost,
+			Threshold:        b.Threshold,
 		}
 	}
 	return p

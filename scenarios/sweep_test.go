@@ -249,7 +249,7 @@ func TestWithChangesTheFieldAndNothingElse(t *testing.T) {
 		{"null leaves the default", []Setting{{"network.latency", "null"}}, func(s *Scenario) { s.Network.Latency = nil }},
 		{"a missing key is added", []Setting{{"strategies[fixed].max_elapsed", "1h"}}, func(s *Scenario) { s.Strategies[0].MaxElapsed = time.Hour }},
 		{"missing keys are added on the way", []Setting{{"strategies[expo].breaker.consecutive", "5"}}, func(s *Scenario) {
-			s.Strategies[1].Breaker = &Breaker{Consecutive: 5, OpenFor: 15 * time.Minute, Canaries: 1, MinCalls: 10}
+			s.Strategies[1].Breaker = &Breaker{Kind: BreakerStandard, Consecutive: 5, OpenFor: 15 * time.Minute, Canaries: 1, MinCalls: 10}
 		}},
 		{"settings apply in turn", []Setting{{"workload.requests", "500"}, {"server.outages[0].start", "0s"}, {"workload.requests", "600"}}, func(s *Scenario) {
 			s.Workload.Requests = 600

@@ -401,6 +401,16 @@ func (b *Backoff) validate(p *problems, path string) {
 }
 
 func (b *Breaker) validate(p *problems, path string) {
+	if !p.oneOf(path+".kind", b.Kind, BreakerStandard, BreakerCumulative) {
+		return
+	}
+	if b.Kind == BreakerCumulative {
+		if b.FailureRatio <= 0 || b.FailureRatio > 1 {
+			p.add(path+".failure_ratio", "must be in (0,1]: retries go while failures over first tries are at most it, got %v", b.FailureRatio)
+		}
+		outcomes(p, path+".on", b.On)
+		return
+	}
 	if b.Consecutive == 0 && b.FailureRatio == 0 {
 		p.add(path, "set consecutive, failure_ratio or both, or the breaker never trips")
 	}
@@ -428,13 +438,24 @@ func (b *Breaker) validate(p *problems, path string) {
 }
 
 func (b *Budget) validate(p *problems, path string) {
-	if !p.oneOf(path+".kind", b.Kind, "tokens", "quota") {
+	if !p.oneOf(path+".kind", b.Kind, "tokens", "quota", "bucket") {
 		return
 	}
 	positive := func(key string, x float64) {
 		if x <= 0 {
 			p.add(path+"."+key, "must be > 0, got %v", x)
 		}
+	}
+	if b.Kind == "bucket" {
+		positive("capacity", b.Capacity)
+		positive("deposit", b.Deposit)
+		positive("cost", b.Cost)
+		if b.Threshold < 0 {
+			p.add(path+".threshold", "must be >= 0, got %v", b.Threshold)
+		} else if b.Threshold >= b.Capacity {
+			p.add(path+".threshold", "must be below the capacity (%v), or no retry ever goes, got %v", b.Capacity, b.Threshold)
+		}
+		return
 	}
 	if b.Kind == "tokens" {
 		positive("max_tokens", b.MaxTokens)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 )
 
@@ -223,4 +224,55 @@ func TestAmplificationAgainstFlakyDependency(t *testing.T) {
 		assert.InEpsilon(t, want, s.Amplification, 0.01, "p=%v N=%d", tt.p, tt.retries)
 		assert.InEpsilon(t, 1-math.Pow(tt.p, float64(tt.retries+1)), s.DeliveredRatio, 0.01, "p=%v N=%d", tt.p, tt.retries)
 	}
+}
+
+func TestBrookerPoliciesBoundRetries(t *testing.T) {
+	// 100 senders, 10,000 calls over 10 s to a dependency failing with
+	// probability p, retried without a per-call limit.
+	//
+	// Brooker's bucket (5 tokens, 0.1 a first try, a retry above 1 token
+	// costs 1): a sender's retries are at most its first tries x 0.1
+	// plus the 4 tokens it starts with above the threshold, so the
+	// amplification is at most 1 + 0.1 + 400/10,000 = 1.14, and near it
+	// when p is high; when p is low every failure is retried: 1/(1-p).
+	//
+	// Brooker's cumulative breaker (0.1): with p = 0.05 failures over
+	// first tries settle near p/(1-p) = 0.053, below 0.1, and failures
+	// are retried: nearly 1/(1-p); with p = 0.5 the ratio is over 0.1
+	// from the start and almost no retry goes.
+	run := func(p float64, policy func(*scenarios.Strategy)) results.StrategySummary {
+		sc := scenario(t, 0, 10*time.Millisecond)
+		sc.Server.Concurrency = scenarios.Unlimited
+		sc.Server.FailureProbability = p
+		sc.Workload = scenarios.Workload{Requests: 10_000, Senders: 100, Arrival: scenarios.Arrival{Kind: scenarios.Uniform, Until: 10 * time.Second}}
+		sc.Duration = time.Minute
+		st := &sc.Strategies[0]
+		st.Backoff = scenarios.Backoff{Kind: scenarios.BackoffFixed, Delay: 10 * time.Millisecond}
+		st.MaxAttempts = 0
+		policy(st)
+		return simulate(t, sc).Summary.Strategies[0]
+	}
+	bucket := func(st *scenarios.Strategy) {
+		st.Budget = &scenarios.Budget{Kind: "bucket", Capacity: 5, Deposit: 0.1, Cost: 1, Threshold: 1}
+	}
+	breaker := func(st *scenarios.Strategy) {
+		st.Breaker = &scenarios.Breaker{Kind: scenarios.BreakerCumulative, FailureRatio: 0.1}
+	}
+	high := run(0.75, bucket)
+	assert.LessOrEqual(t, high.Amplification, 1.14, "bucket, p=0.75: bounded by the deposits and the starting tokens")
+	assert.Greater(t, high.Amplification, 1.1, "bucket, p=0.75: it spends what it is given")
+	low := run(0.01, bucket)
+	assert.InEpsilon(t, 1/(1-0.01), low.Amplification, 0.002, "bucket, p=0.01: every failure retried")
+	assert.Equal(t, 10_000.0, low.Delivered)
+
+	ok := run(0.05, breaker)
+	assert.InDelta(t, 1/(1-0.05), ok.Amplification, 0.02, "breaker, p=0.05: failures retried, but for a sender's first ones")
+	assert.Less(t, ok.Amplification, 1/(1-0.05))
+	// A failure among a sender's first 10 first tries puts its ratio
+	// over 0.1 for a while (1 of fewer than 10): those are not retried,
+	// about 100 senders x 10 x 0.05 = 50 to 150 calls.
+	assert.InDelta(t, 9_900, ok.Delivered, 100)
+	bad := run(0.5, breaker)
+	assert.Less(t, bad.Amplification, 1.01, "breaker, p=0.5: the ratio is over 0.1 almost at once")
+	assert.InEpsilon(t, 0.5, bad.DeliveredRatio, 0.05)
 }

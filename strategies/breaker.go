@@ -3,6 +3,7 @@ package strategies
 import (
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"time"
 )
@@ -75,6 +76,15 @@ type Breaker struct {
 	// A request's first attempt always goes, and while the breaker is
 	// closed its outcome is counted like any other (see Observe).
 	RetriesOnly bool
+	// Cumulative makes Marc Brooker's retry breaker ("Fixing retries with
+	// token buckets and circuit breakers", 2022) instead: it counts, since
+	// the start, the sender's failed attempts and its first tries, and
+	// allows a retry only while failures/first tries is at most
+	// FailureRatio. It has no open state and is never reset: Allow always
+	// permits, and a retry it denies is not made (see RetryAllowed).
+	// Consecutive, Window, MinCalls, OpenFor, OpenJitter, Canaries and
+	// RetriesOnly do not apply.
+	Cumulative bool
 }
 
 // BreakerStatus is the state a circuit breaker is in.
@@ -99,7 +109,7 @@ func (s BreakerStatus) String() string {
 
 // BreakerState is the state of one circuit breaker: one sender's view of
 // one destination. The zero value is a closed breaker with no calls
-// counted. It is 40 bytes on 64-bit platforms; the ratio rule's window
+// counted. It is 48 bytes on 64-bit platforms; the ratio rule's window
 // (10 buckets, 160 bytes) is allocated on the first recorded outcome, and
 // only when the policy's FailureRatio is set.
 //
@@ -121,6 +131,9 @@ type BreakerState struct {
 	// canaries is the number of canaries let through while half-open.
 	canaries uint32
 	status   BreakerStatus
+	// firsts and fails are a cumulative breaker's counts: first tries
+	// and failed attempts since the start.
+	firsts, fails uint32
 }
 
 // Permit is what Allow grants an attempt: whether it is a canary of a
@@ -163,6 +176,9 @@ type breakerWindow [breakerBuckets]breakerBucket
 // An open breaker whose open period has ended (now >= the end) turns
 // half-open here.
 func (b *Breaker) Allow(s *BreakerState, now time.Duration) (Permit, bool) {
+	if b.Cumulative {
+		return Permit{}, true
+	}
 	switch s.status {
 	case BreakerClosed:
 		return Permit{gen: s.gen, valid: true}, true
@@ -188,6 +204,9 @@ func (b *Breaker) Allow(s *BreakerState, now time.Duration) (Permit, bool) {
 // r draws the jitter of the open period when the breaker trips; it is
 // used only when OpenJitter > 0 and may be nil otherwise.
 func (b *Breaker) Record(s *BreakerState, now time.Duration, p Permit, o Outcome, r *rand.Rand) {
+	if b.Cumulative {
+		return // see RecordCumulative
+	}
 	if !p.valid || p.gen != s.gen {
 		return
 	}
@@ -332,4 +351,22 @@ func (w *breakerWindow) add(now, width time.Duration, failed bool) (calls, failu
 		}
 	}
 	return calls, failures
+}
+
+// RecordCumulative counts, for a Cumulative breaker, an attempt that
+// ended with outcome o: a first try (first) and a failure.
+func (b *Breaker) RecordCumulative(s *BreakerState, first bool, o Outcome) {
+	if first && s.firsts < math.MaxUint32 {
+		s.firsts++
+	}
+	if b.failures().Has(o) && s.fails < math.MaxUint32 {
+		s.fails++
+	}
+}
+
+// RetryAllowed reports whether a Cumulative breaker lets a retry go now:
+// while failures/first tries since the start is at most FailureRatio
+// (with no first try yet, it is not).
+func (b *Breaker) RetryAllowed(s *BreakerState) bool {
+	return s.firsts > 0 && float64(s.fails) <= b.FailureRatio*float64(s.firsts)
 }

@@ -23,13 +23,19 @@ const (
 	// (aws-sdk-go-v2 retry.NewStandard): each retry buys its way out of a
 	// shared capacity.
 	BudgetQuota
+	// BudgetBucket is Marc Brooker's retry token bucket ("Fixing retries
+	// with token buckets and circuit breakers", 2022): it starts full,
+	// every first try deposits into it, and a retry goes only while it
+	// holds more than a threshold, and costs a token. There is no
+	// per-request limit on its own.
+	BudgetBucket
 	numBudgetKinds
 )
 
-var budgetKindNames = [numBudgetKinds]string{"tokens", "quota"}
+var budgetKindNames = [numBudgetKinds]string{"tokens", "quota", "bucket"}
 
-// String returns the kind's name as written in scenario files: tokens or
-// quota.
+// String returns the kind's name as written in scenario files: tokens,
+// quota or bucket.
 func (k BudgetKind) String() string {
 	if k < numBudgetKinds {
 		return budgetKindNames[k]
@@ -93,6 +99,20 @@ type Budget struct {
 	// NoRetryIncrement is what a success at the first attempt adds back;
 	// 0 means 1.
 	NoRetryIncrement float64
+
+	// BudgetBucket (Brooker 2022). The bucket starts at Capacity tokens
+	// (0 means 5). Every first try deposits Deposit (0 means 0.1), up to
+	// Capacity, whatever its outcome. A retry is allowed only while the
+	// bucket holds more than Threshold tokens (0 means 1), and takes Cost
+	// (0 means 1). Failures and successes change nothing else.
+
+	// Deposit is what a first try adds; 0 means 0.1.
+	Deposit float64
+	// Cost is what a retry takes; 0 means 1.
+	Cost float64
+	// Threshold is what the bucket must hold more than for a retry; 0
+	// means 1.
+	Threshold float64
 }
 
 // BudgetState is one sender's retry budget. It holds what has been spent,
@@ -109,7 +129,8 @@ const budgetScale = 1000
 
 // Record updates the budget after an attempt ended with outcome o. cost
 // is what the attempt acquired from the budget: the cost Acquire returned
-// before a retry, and 0 for a request's first attempt.
+// before a retry, and 0 for a request's first attempt (which is how
+// BudgetBucket tells a first try).
 //
 // The driver calls Record after every attempt, then Acquire when it wants
 // to retry.
@@ -131,6 +152,10 @@ func (b *Budget) Record(s *BudgetState, o Outcome, cost float64) {
 			refund = units(b.NoRetryIncrement, 1)
 		}
 		s.spent = max(s.spent-refund, 0)
+	case BudgetBucket:
+		if cost == 0 { // a first try
+			s.spent = max(s.spent-units(b.Deposit, 0.1), 0)
+		}
 	}
 }
 
@@ -138,8 +163,8 @@ func (b *Budget) Record(s *BudgetState, o Outcome, cost float64) {
 // (already passed to Record). It returns false when the budget denies the
 // retry (see ErrBudgetExhausted); a denial changes nothing. Otherwise it
 // returns the cost taken from the budget, which the driver passes to
-// Record with the outcome of the retry: always 0 for BudgetTokens, and
-// RetryCost or TimeoutCost for BudgetQuota.
+// Record with the outcome of the retry: always 0 for BudgetTokens,
+// RetryCost or TimeoutCost for BudgetQuota, Cost for BudgetBucket.
 func (b *Budget) Acquire(s *BudgetState, o Outcome) (cost float64, ok bool) {
 	switch b.Kind {
 	case BudgetTokens:
@@ -155,12 +180,19 @@ func (b *Budget) Acquire(s *BudgetState, o Outcome) (cost float64, ok bool) {
 		}
 		s.spent += c
 		return float64(c) / budgetScale, true
+	case BudgetBucket:
+		if units(b.Capacity, 5)-s.spent <= units(b.Threshold, 1) {
+			return 0, false
+		}
+		c := units(b.Cost, 1)
+		s.spent += c
+		return float64(c) / budgetScale, true
 	}
 	return 0, true
 }
 
-// Available returns what is left of the budget: tokens for BudgetTokens,
-// capacity for BudgetQuota, and 0 for an unknown Kind. It is meant for
+// Available returns what is left of the budget: tokens for BudgetTokens
+// and BudgetBucket, capacity for BudgetQuota, and 0 for an unknown Kind. It is meant for
 // tests and metrics.
 func (b *Budget) Available(s *BudgetState) float64 {
 	switch b.Kind {
@@ -168,6 +200,8 @@ func (b *Budget) Available(s *BudgetState) float64 {
 		return float64(units(b.MaxTokens, 10)-s.spent) / budgetScale
 	case BudgetQuota:
 		return float64(units(b.Capacity, 500)-s.spent) / budgetScale
+	case BudgetBucket:
+		return float64(units(b.Capacity, 5)-s.spent) / budgetScale
 	}
 	return 0
 }

@@ -233,16 +233,17 @@ func TestBudgetUnknownKind(t *testing.T) {
 }
 
 func TestBudgetKind(t *testing.T) {
-	for _, k := range []strategies.BudgetKind{strategies.BudgetTokens, strategies.BudgetQuota} {
+	for _, k := range []strategies.BudgetKind{strategies.BudgetTokens, strategies.BudgetQuota, strategies.BudgetBucket} {
 		got, err := strategies.ParseBudgetKind(k.String())
 		require.NoError(t, err)
 		assert.Equal(t, k, got)
 	}
 	assert.Equal(t, "tokens", strategies.BudgetTokens.String())
 	assert.Equal(t, "quota", strategies.BudgetQuota.String())
+	assert.Equal(t, "bucket", strategies.BudgetBucket.String())
 	assert.Equal(t, "BudgetKind(9)", strategies.BudgetKind(9).String())
 	_, err := strategies.ParseBudgetKind("leaky")
-	assert.EqualError(t, err, `strategies: unknown budget kind "leaky" (want one of tokens, quota)`)
+	assert.EqualError(t, err, `strategies: unknown budget kind "leaky" (want one of tokens, quota, bucket)`)
 }
 
 func TestBudgetErrExhausted(t *testing.T) {
@@ -255,4 +256,43 @@ func TestBudgetStateSize(t *testing.T) {
 	size := unsafe.Sizeof(strategies.BudgetState{})
 	t.Logf("BudgetState: %d bytes", size)
 	assert.LessOrEqual(t, size, uintptr(16))
+}
+
+func TestBudgetBucket(t *testing.T) {
+	const (
+		success   = strategies.Success
+		serverErr = strategies.ServerError
+		denied    = false
+		allowed   = true
+	)
+	brooker := &strategies.Budget{Kind: strategies.BudgetBucket} // 5, 0.1, 1, 1
+	runBudgetTests(t, []budgetTest{
+		{"from full, 4 retries: a retry needs more than 1 token", brooker, 5, budgetSteps(
+			budgetRepeat(4, budgetAcquire(serverErr, allowed, 1, 4), -1),
+			budgetAcquire(serverErr, denied, 0, 1),
+			budgetAcquire(strategies.Timeout, denied, 0, 1),
+		)},
+		{"every first try deposits 0.1, whatever its outcome; a retry does not", brooker, 5, budgetSteps(
+			budgetRepeat(4, budgetAcquire(serverErr, allowed, 1, 4), -1),
+			budgetRecord(serverErr, 0, 1.1),
+			budgetAcquire(serverErr, allowed, 1, 0.1),
+			budgetRecord(success, 1, 0.1), // the retry succeeded: nothing back
+			budgetAcquire(serverErr, denied, 0, 0.1),
+			budgetRepeat(10, budgetRecord(success, 0, 0.2), 0.1),
+			budgetAcquire(serverErr, allowed, 1, 0.1),
+		)},
+		{"deposits stop at the capacity", brooker, 5, budgetSteps(
+			budgetRecord(success, 0, 5),
+			budgetAcquire(serverErr, allowed, 1, 4),
+			budgetRepeat(10, budgetRecord(serverErr, 0, 4.1), 0.1),
+			budgetRecord(success, 0, 5),
+		)},
+		{"custom settings", &strategies.Budget{Kind: strategies.BudgetBucket, Capacity: 2, Deposit: 0.5, Cost: 0.75, Threshold: 0.5}, 2, budgetSteps(
+			budgetAcquire(serverErr, allowed, 0.75, 1.25),
+			budgetAcquire(serverErr, allowed, 0.75, 0.5),
+			budgetAcquire(serverErr, denied, 0, 0.5),
+			budgetRecord(serverErr, 0, 1),
+			budgetAcquire(serverErr, allowed, 0.75, 0.25),
+		)},
+	})
 }

@@ -83,18 +83,19 @@ type Reason uint8
 
 // The reasons for giving up on a request.
 const (
-	NoReason     Reason = iota // not dead-lettered
-	NotRetryable               // the outcome is not in RetryOn (a 4xx, by default)
-	MaxAttempts                // MaxAttempts attempts were made
-	MaxElapsed                 // the next retry would start after MaxElapsed
-	BudgetDenied               // the retry budget denied the retry
+	NoReason      Reason = iota // not dead-lettered
+	NotRetryable                // the outcome is not in RetryOn (a 4xx, by default)
+	MaxAttempts                 // MaxAttempts attempts were made
+	MaxElapsed                  // the next retry would start after MaxElapsed
+	BudgetDenied                // the retry budget denied the retry
+	BreakerDenied               // a cumulative retry breaker denied the retry
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "not_retryable", "max_attempts", "max_elapsed", "budget"}
+var reasonNames = [numReasons]string{"", "not_retryable", "max_attempts", "max_elapsed", "budget", "breaker"}
 
 // String returns the reason as written in output files: not_retryable,
-// max_attempts, max_elapsed or budget.
+// max_attempts, max_elapsed, budget or breaker.
 func (r Reason) String() string {
 	if r < numReasons {
 		return reasonNames[r]
@@ -104,7 +105,9 @@ func (r Reason) String() string {
 
 // Reasons lists every reason a request can be dead-lettered for, in a
 // stable order for writers.
-func Reasons() []Reason { return []Reason{NotRetryable, MaxAttempts, MaxElapsed, BudgetDenied} }
+func Reasons() []Reason {
+	return []Reason{NotRetryable, MaxAttempts, MaxElapsed, BudgetDenied, BreakerDenied}
+}
 
 // Decision is what a driver does next with a request.
 type Decision struct {
@@ -170,7 +173,11 @@ func (p *Policy) shortCircuit(s *Sender, q *Request, now time.Duration, r *rand.
 func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, res Result, r *rand.Rand) Decision {
 	o := res.Outcome
 	if p.Breaker != nil {
-		p.Breaker.Record(&s.Breaker, now, permit, o, r)
+		if p.Breaker.Cumulative {
+			p.Breaker.RecordCumulative(&s.Breaker, q.Attempts == 1, o)
+		} else {
+			p.Breaker.Record(&s.Breaker, now, permit, o, r)
+		}
 	}
 	if p.Budget != nil {
 		p.Budget.Record(&s.Budget, o, float64(q.cost))
@@ -183,6 +190,9 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 	}
 	if p.MaxAttempts > 0 && int(q.Attempts) >= p.MaxAttempts {
 		return Decision{Action: DeadLetter, Reason: MaxAttempts}
+	}
+	if p.Breaker != nil && p.Breaker.Cumulative && !p.Breaker.RetryAllowed(&s.Breaker) {
+		return Decision{Action: DeadLetter, Reason: BreakerDenied}
 	}
 	d := p.retryAfter(q, now, p.wait(q, res, r))
 	if d.Action != Retry || p.Budget == nil {

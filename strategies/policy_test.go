@@ -240,3 +240,48 @@ func TestRetryBreakerStopsOnlyRetries(t *testing.T) {
 	assert.Equal(t, Deliver, p.Done(&sd, &c, permit, s, Result{Outcome: Success}, r).Action)
 	assert.Equal(t, BreakerOpen, br.Status(&sd.Breaker, s), "an ungated success does not close the breaker")
 }
+
+func TestPolicyBrookerBucketHasNoPerRequestLimit(t *testing.T) {
+	// Brooker's bucket and no max_attempts: one request against a dead
+	// server retries while the full bucket holds more than 1 token (4
+	// retries), then gives up. The next request's first try deposits
+	// 0.1: 1.1 tokens, enough for one retry, and then none.
+	p := &Policy{Backoff: Fixed{Delay: s}, Budget: &Budget{Kind: BudgetBucket}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	var q Request
+	for i := range 4 {
+		require.Equal(t, Decision{Action: Retry, Wait: s}, attempt(p, &sd, &q, time.Duration(i)*s, fail(ServerError), r), "retry %d", i+1)
+	}
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: BudgetDenied}, attempt(p, &sd, &q, 4*s, fail(ServerError), r))
+	assert.Equal(t, int32(5), q.Attempts)
+	var next Request
+	assert.Equal(t, Decision{Action: Retry, Wait: s}, attempt(p, &sd, &next, 5*s, fail(ServerError), r), "1.1 tokens")
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: BudgetDenied}, attempt(p, &sd, &next, 6*s, fail(ServerError), r), "0.1 token")
+	assert.InDelta(t, 0.1, p.Budget.Available(&sd.Budget), 1e-9)
+}
+
+func TestPolicyCumulativeBreaker(t *testing.T) {
+	// Brooker's retry breaker at 0.1: failed attempts over first tries
+	// since the start. First tries always go; a retry only while the
+	// ratio is at most 0.1; nothing ever resets it.
+	p := &Policy{Backoff: Fixed{Delay: s}, Breaker: &Breaker{Cumulative: true, FailureRatio: 0.1}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	retry, denied := Decision{Action: Retry, Wait: s}, Decision{Action: DeadLetter, Reason: BreakerDenied}
+	var q Request
+	assert.Equal(t, denied, attempt(p, &sd, &q, 0, fail(ServerError), r), "1 failure over 1 first try")
+	for i := range 19 {
+		var q Request
+		require.Equal(t, Deliver, attempt(p, &sd, &q, s, Result{Outcome: Success}, r).Action, "first try %d", i+2)
+	}
+	q = Request{}
+	assert.Equal(t, retry, attempt(p, &sd, &q, 2*s, fail(Timeout), r), "2 failures over 21 first tries: 0.095")
+	assert.Equal(t, denied, attempt(p, &sd, &q, 3*s, fail(Timeout), r), "the retry failed: 3 over 21")
+	q = Request{}
+	assert.Equal(t, denied, attempt(p, &sd, &q, 4*s, fail(ServerError), r), "4 over 22")
+	q = Request{}
+	assert.Equal(t, Deliver, attempt(p, &sd, &q, 5*s, Result{Outcome: Success}, r).Action, "a first try still goes")
+	q = Request{}
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: NotRetryable}, attempt(p, &sd, &q, 6*s, fail(ClientError), r), "a 4xx is not retried, breaker or not")
+}
