@@ -311,9 +311,10 @@ type driver struct {
 	workers    int32
 	blocking   bool
 
-	arrived       int     // requests created so far
-	limit         int     // requests to create, -1: no limit
-	dlqQueue      []int32 // dead letters, in the order they arrived
+	arrived       int               // requests created so far
+	limit         int               // requests to create, -1: no limit
+	stream        scenarios.Arrival // with a poisson stream per sender: one sender's
+	dlqQueue      []int32           // dead letters, in the order they arrived
 	replayed      int
 	replayGap     time.Duration
 	dlqDepth      int
@@ -693,7 +694,7 @@ func (d *driver) handle(e driverEvent) {
 	d.run.Events++
 	switch e.kind {
 	case drvArrival:
-		d.arrive(e.at)
+		d.arrive(e.at, e.a)
 	case drvTry:
 		r := &d.reqs[e.a]
 		if e.b == drvRetried {
@@ -720,6 +721,13 @@ func (d *driver) newRequest(at time.Duration) {
 	if n := len(d.senders); n > 0 && !d.perRequest {
 		s = i % int32(n)
 	}
+	d.newRequestFrom(at, s)
+}
+
+// newRequestFrom creates the next request of the workload, due at, from
+// sender s, and makes its first try.
+func (d *driver) newRequestFrom(at time.Duration, s int32) {
+	i := int32(len(d.reqs))
 	if d.perRequest {
 		d.senders = append(d.senders, driverSender{pool: sim.NewPool()})
 	}

@@ -19,6 +19,16 @@ func (d *driver) scheduleWorkload() {
 	case scenarios.Uniform:
 		d.q.push(d.uniformAt(0), drvArrival, 0, 0)
 	case scenarios.Poisson:
+		if a.PerSender {
+			n := d.sc.Workload.Senders
+			d.stream = a.SenderStream(n)
+			for s := range n {
+				if t, ok := sim.NextPoisson(d.stream, d.horizon, a.From, d.rArrive); ok {
+					d.q.push(t, drvArrival, int32(s), 0)
+				}
+			}
+			return
+		}
 		if t, ok := d.nextPoisson(a.From); ok {
 			d.q.push(t, drvArrival, 0, 0)
 		}
@@ -26,8 +36,9 @@ func (d *driver) scheduleWorkload() {
 }
 
 // arrive creates the request(s) due at and schedules the next arrival:
-// a burst creates all its requests at once, in order.
-func (d *driver) arrive(at time.Duration) {
+// a burst creates all its requests at once, in order. With a stream per
+// sender, s is the sender whose stream it is.
+func (d *driver) arrive(at time.Duration, s int32) {
 	a := d.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -40,6 +51,16 @@ func (d *driver) arrive(at time.Duration) {
 			d.q.push(d.uniformAt(d.arrived), drvArrival, 0, 0)
 		}
 	case scenarios.Poisson:
+		if d.limit >= 0 && d.arrived >= d.limit {
+			return // another sender's stream made the last request
+		}
+		if a.PerSender {
+			d.newRequestFrom(at, s)
+			if t, ok := sim.NextPoisson(d.stream, d.horizon, at, d.rArrive); ok && (d.limit < 0 || d.arrived < d.limit) {
+				d.q.push(t, drvArrival, s, 0)
+			}
+			return
+		}
 		d.newRequest(at)
 		if d.limit >= 0 && d.arrived >= d.limit {
 			return

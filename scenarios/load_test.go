@@ -322,3 +322,20 @@ strategies:
 		assert.Contains(t, err.Error(), tc.want, tc.setting)
 	}
 }
+
+func TestPerSenderArrivals(t *testing.T) {
+	for _, tc := range []struct{ workload, want string }{
+		{"{arrival: {kind: poisson, rate: 10, per_sender: true}}", "workload.arrival.per_sender: needs workload.senders"},
+		{"{requests: 10, senders: 2, arrival: {kind: uniform, until: 1s, per_sender: true}}", "workload.arrival.per_sender: not used by uniform"},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: bad\nduration: 1m\nworkload: "+tc.workload+"\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 1}\n"))
+		require.Error(t, err, tc.workload)
+		assert.Contains(t, err.Error(), tc.want, tc.workload)
+	}
+	s, err := Parse("ok.yaml", []byte("name: ok\nduration: 1m\nworkload: {senders: 4, arrival: {kind: poisson, rate: 10, per_sender: true, schedule: [{from: 1s, until: 2s, rate: 20}]}}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 1}\n"))
+	require.NoError(t, err)
+	one := s.Workload.Arrival.SenderStream(4)
+	assert.Equal(t, 2.5, one.Rate)
+	assert.Equal(t, 5.0, one.Schedule[0].Rate)
+	assert.Equal(t, 20.0, s.Workload.Arrival.Schedule[0].Rate, "the scenario's own schedule is not changed")
+}

@@ -343,6 +343,25 @@ type Arrival struct {
 	// poisson.
 	Until    time.Duration `yaml:"until"`
 	Schedule []RateStep    `yaml:"schedule"`
+	// PerSender, for poisson, gives each of the workload's senders a
+	// Poisson stream of its own at Rate/senders (and the schedule's
+	// rates divided alike), as the clients of Brooker's retry simulator
+	// have; without it the one stream's requests are dealt to the senders
+	// in turn.
+	PerSender bool `yaml:"per_sender"`
+}
+
+// SenderStream returns the arrival of one of n senders' own streams
+// (see PerSender): a with every rate divided by n.
+func (a Arrival) SenderStream(n int) Arrival {
+	s := a
+	s.Rate /= float64(n)
+	s.Schedule = make([]RateStep, len(a.Schedule))
+	for i, st := range a.Schedule {
+		st.Rate /= float64(n)
+		s.Schedule[i] = st
+	}
+	return s
 }
 
 // The arrival kinds.
@@ -361,7 +380,7 @@ type RateStep struct {
 
 var arrivalKeys = map[string][]string{
 	Burst:   {"at"},
-	Poisson: {"rate", "from", "until", "schedule"},
+	Poisson: {"rate", "from", "until", "schedule", "per_sender"},
 	Uniform: {"from", "until"},
 }
 

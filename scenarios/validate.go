@@ -323,6 +323,9 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 				p.add("workload.arrival.until", "must be after from (%s), got %s", a.From, a.Until)
 			}
 		}
+		if a.PerSender && w.Senders < 1 {
+			p.add("workload.arrival.per_sender", "needs workload.senders: each sender gets a stream of its own (0 senders means one per request)")
+		}
 		if a.Kind != Poisson && w.Requests < 1 {
 			p.add("workload.requests", "must be >= 1 for %s arrivals, got %d", a.Kind, w.Requests)
 		}

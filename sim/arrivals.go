@@ -18,6 +18,16 @@ func (w *world) scheduleWorkload() {
 	case scenarios.Uniform:
 		w.q.push(w.uniformAt(0), evArrival, 0, 0)
 	case scenarios.Poisson:
+		if a.PerSender {
+			n := w.sc.Workload.Senders
+			w.stream = a.SenderStream(n)
+			for s := range n {
+				if t, ok := NextPoisson(w.stream, w.horizon, a.From, w.rArrive); ok {
+					w.q.push(t, evArrival, int32(s), 0)
+				}
+			}
+			return
+		}
 		if t, ok := w.nextPoisson(a.From); ok {
 			w.q.push(t, evArrival, 0, 0)
 		}
@@ -25,8 +35,9 @@ func (w *world) scheduleWorkload() {
 }
 
 // arrive creates the workload's request(s) due now and schedules the next
-// arrival: a burst creates all its requests at once, in order.
-func (w *world) arrive() {
+// arrival: a burst creates all its requests at once, in order. With a
+// stream per sender, s is the sender whose stream it is.
+func (w *world) arrive(s int32) {
 	a := w.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -48,6 +59,16 @@ func (w *world) arrive() {
 		if w.arrived >= scenarios.MaxCount {
 			w.failed = fmt.Errorf("sim: strategy %s: the poisson arrivals made %s requests by t=%s, the most herdlab counts: set workload.requests to cap them",
 				w.run.Strategy, results.Count(float64(w.arrived)), w.now)
+			return
+		}
+		if w.limit >= 0 && w.arrived >= w.limit {
+			return // another sender's stream made the last request
+		}
+		if a.PerSender {
+			w.newRequestFrom(s)
+			if t, ok := NextPoisson(w.stream, w.horizon, w.now, w.rArrive); ok && (w.limit < 0 || w.arrived < w.limit) {
+				w.q.push(t, evArrival, s, 0)
+			}
 			return
 		}
 		w.newRequest()

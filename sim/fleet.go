@@ -14,10 +14,11 @@ type fleet struct {
 	arrival    scenarios.Arrival
 	limit      int // requests to create, -1: no limit
 	arrived    int
-	senders    int  // the workload's senders, 0: one per request
-	perRequest bool // the edge's senders grow with the requests
-	dead       int  // requests dead-lettered
-	delayed    int  // requests waiting for their backoff now
+	senders    int               // the workload's senders, 0: one per request
+	perRequest bool              // the edge's senders grow with the requests
+	stream     scenarios.Arrival // with a poisson stream per sender: one sender's
+	dead       int               // requests dead-lettered
+	delayed    int               // requests waiting for their backoff now
 }
 
 func newFleet(sc *scenarios.Scenario, e *edge) fleet {
@@ -45,14 +46,24 @@ func (f *fleet) schedule(g *graph) {
 	case scenarios.Uniform:
 		g.q.push(UniformAt(a, f.limit, 0), gArrival, 0, 0)
 	case scenarios.Poisson:
+		if a.PerSender {
+			f.stream = a.SenderStream(f.senders)
+			for s := range f.senders {
+				if t, ok := NextPoisson(f.stream, g.horizon, a.From, g.rArrive); ok {
+					g.q.push(t, gArrival, int32(s), 0)
+				}
+			}
+			return
+		}
 		if t, ok := NextPoisson(a, g.horizon, a.From, g.rArrive); ok {
 			g.q.push(t, gArrival, 0, 0)
 		}
 	}
 }
 
-// arrive creates the request(s) due now and schedules the next arrival.
-func (f *fleet) arrive(g *graph) {
+// arrive creates the request(s) due now and schedules the next arrival;
+// with a stream per sender, s is the sender whose stream it is.
+func (f *fleet) arrive(g *graph, s int32) {
 	a := f.arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -74,6 +85,16 @@ func (f *fleet) arrive(g *graph) {
 				g.name, results.Count(float64(f.arrived)), g.now)
 			return
 		}
+		if f.limit >= 0 && f.arrived >= f.limit {
+			return // another sender's stream made the last request
+		}
+		if a.PerSender {
+			f.newRequestFrom(g, s)
+			if t, ok := NextPoisson(f.stream, g.horizon, g.now, g.rArrive); ok && (f.limit < 0 || f.arrived < f.limit) {
+				g.q.push(t, gArrival, s, 0)
+			}
+			return
+		}
 		f.newRequest(g)
 		if f.limit >= 0 && f.arrived >= f.limit {
 			return
@@ -87,11 +108,17 @@ func (f *fleet) arrive(g *graph) {
 // newRequest creates the fleet's next request at now and makes its first
 // try.
 func (f *fleet) newRequest(g *graph) {
-	e := &g.edges[0]
 	s := int32(f.arrived)
 	if f.senders > 0 {
 		s %= int32(f.senders)
 	}
+	f.newRequestFrom(g, s)
+}
+
+// newRequestFrom creates the fleet's next request at now, from sender s,
+// and makes its first try.
+func (f *fleet) newRequestFrom(g *graph, s int32) {
+	e := &g.edges[0]
 	if f.perRequest {
 		e.senders = append(e.senders, strategies.Sender{})
 	}

@@ -156,7 +156,7 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 func (g *graph) handle(e event) {
 	switch e.kind {
 	case gArrival:
-		g.fleet.arrive(g)
+		g.fleet.arrive(g, e.a)
 	case gTry:
 		if c := &g.calls[e.a]; c.state == stWaiting && c.tag == e.b {
 			if c.job < 0 {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -275,4 +276,35 @@ func TestBrookerPoliciesBoundRetries(t *testing.T) {
 	bad := run(0.5, breaker)
 	assert.Less(t, bad.Amplification, 1.01, "breaker, p=0.5: the ratio is over 0.1 almost at once")
 	assert.InEpsilon(t, 0.5, bad.DeliveredRatio, 0.05)
+}
+
+func TestPoissonStreamPerSender(t *testing.T) {
+	// 100 senders, 1,000 requests/s for 10 s. Dealt in turn, every sender
+	// makes 100 requests, give or take one; with a Poisson stream each,
+	// a sender's count is Poisson(100): the counts' variance over their
+	// mean (the index of dispersion) is about 1 (chi-square with 99
+	// degrees of freedom over 99: 0.6 to 1.5 with room to spare).
+	dispersion := func(perSender bool) (float64, int) {
+		sc := scenario(t, 0, 10*time.Millisecond)
+		sc.Server.Concurrency = scenarios.Unlimited
+		sc.Workload = scenarios.Workload{Senders: 100, Arrival: scenarios.Arrival{Kind: scenarios.Poisson, Rate: 1000, Until: 10 * time.Second, PerSender: perSender}}
+		sc.Duration = 20 * time.Second
+		sc.Strategies[0].Budget = &scenarios.Budget{Kind: "tokens", MaxTokens: 10, TokenRatio: 0.1} // senders matter
+		require.NoError(t, sc.Validate())
+		w := newWorld(sc, &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
+		_, err := w.simulate(context.Background())
+		require.NoError(t, err)
+		counts := make([]float64, 100)
+		for _, r := range w.reqs {
+			counts[r.sender]++
+		}
+		mean, variance := stat.MeanVariance(counts, nil)
+		return variance / mean, len(w.reqs)
+	}
+	dealt, n := dispersion(false)
+	assert.Less(t, dealt, 0.05, "dealt in turn: equal counts")
+	assert.InDelta(t, 10_000, n, 400)
+	own, n := dispersion(true)
+	assert.InDelta(t, 1, own, 0.45, "a Poisson stream each")
+	assert.InDelta(t, 10_000, n, 400, "the same total rate: 1,000/s for 10 s, within 4 standard deviations")
 }

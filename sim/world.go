@@ -329,7 +329,7 @@ func (w *world) sample() {
 func (w *world) handle(e event) {
 	switch e.kind {
 	case evArrival:
-		w.arrive()
+		w.arrive(e.a)
 	case evTry:
 		if e.b == retried {
 			w.delayed--

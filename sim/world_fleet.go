@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
 )
 
@@ -10,10 +11,11 @@ type workload struct {
 	senders    []sender
 	perRequest bool // one sender per request: senders grow with requests
 	workers    int32
-	blocking   bool // the dispatcher's workers sleep through backoffs
-	arrived    int  // requests created so far
-	limit      int  // requests to create, -1: no limit (poisson without a cap)
-	delayed    int  // requests waiting for their backoff now
+	blocking   bool              // the dispatcher's workers sleep through backoffs
+	arrived    int               // requests created so far
+	limit      int               // requests to create, -1: no limit (poisson without a cap)
+	stream     scenarios.Arrival // with a poisson stream per sender: one sender's
+	delayed    int               // requests waiting for their backoff now
 }
 
 // sender is one sender's state beyond the strategy's: its dispatcher.
@@ -30,6 +32,13 @@ func (w *world) newRequest() {
 	if n := len(w.senders); n > 0 && !w.perRequest {
 		s = i % int32(n)
 	}
+	w.newRequestFrom(s)
+}
+
+// newRequestFrom creates the next request of the workload at now, from
+// sender s, and makes its first try.
+func (w *world) newRequestFrom(s int32) {
+	i := int32(len(w.reqs))
 	if w.perRequest {
 		w.senders = append(w.senders, sender{pool: NewPool()})
 	}
