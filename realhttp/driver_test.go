@@ -467,14 +467,23 @@ func TestDriverWorkloadMatchesTheSimulator(t *testing.T) {
 		{Kind: scenarios.Uniform, From: time.Second, Until: 3 * time.Second},
 		{Kind: scenarios.Poisson, Rate: 30, From: 500 * time.Millisecond, Until: 3 * time.Second,
 			Schedule: []scenarios.RateStep{{From: time.Second, Until: 2 * time.Second, Rate: 80}}},
+		{Kind: scenarios.Poisson, Rate: 30, From: 500 * time.Millisecond, Until: 3 * time.Second, PerSender: true,
+			Schedule: []scenarios.RateStep{{From: time.Second, Until: 2 * time.Second, Rate: 80}}},
 	} {
-		t.Run(arrival.Kind, func(t *testing.T) {
+		name := arrival.Kind
+		if arrival.PerSender {
+			name += "-per-sender"
+		}
+		t.Run(name, func(t *testing.T) {
 			rec := &driverRecorder{}
 			sc, st := driverScenario(t, 60, driverStrategy(driverFixed(time.Second), 2, time.Second), func(sc *scenarios.Scenario) {
 				sc.Seed = 99 // overridden by the driver's seed
 				sc.Duration = 4 * time.Second
 				sc.Bucket = 100 * time.Millisecond
 				sc.Workload.Arrival = arrival
+				if arrival.PerSender {
+					sc.Workload.Senders = 5
+				}
 			})
 			run, _ := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.1, Seed: 7})
 			sc.Seed = 7
