@@ -404,7 +404,8 @@ func (b *Backoff) validate(p *problems, path string) {
 }
 
 func (b *Breaker) validate(p *problems, path string) {
-	if !p.oneOf(path+".kind", b.Kind, BreakerStandard, BreakerCumulative) {
+	// A breaker built in Go may leave the kind empty: standard.
+	if b.Kind != "" && !p.oneOf(path+".kind", b.Kind, BreakerStandard, BreakerCumulative) {
 		return
 	}
 	if b.Kind == BreakerCumulative {
