@@ -21,8 +21,10 @@ import (
 // Graph serves a scenario's graph of services over real HTTP, as one
 // strategy deploys it: every replica of every service is a test server
 // (see Server) on a port of its own, with the service's capacity,
-// queue, outages (those that hit the replica; a slow outage multiplies
-// its service times), rate limit and the rest. A service's downstream
+// queue and its discipline (FIFO, LIFO, adaptive LIFO, CoDel, shedding
+// by queue delay), outages (those that hit the replica; a slow outage
+// multiplies its service times), rate limit and the rest; the replicas
+// of a service share one idempotency store. A service's downstream
 // calls are made over HTTP while its replica holds the slot, by the
 // same strategies code as the simulator's: each call edge retries by
 // its policy, with a breaker and budget per calling replica; copies of
@@ -41,8 +43,10 @@ import (
 // time they were sent, their outcomes, the queues sampled ten times a
 // bucket), and Finish adds it to the fleet's run. A look-aside cache in
 // front of a service is the simulator's (sim.Cache), looked up by its
-// callers before each attempt. Not served yet, and refused by NewGraph
-// naming the field: a cache in front of the fleet's target.
+// callers before each attempt. With deadline propagation each call
+// carries its deadline, and work past it is dropped. Not served yet, and
+// refused by NewGraph naming the field: a cache in front of the fleet's
+// target.
 type Graph struct {
 	sc       *scenarios.Scenario
 	st       *scenarios.Strategy

@@ -112,7 +112,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 	key := uuid.New()
 	propagate := g.propagate.Load() && a.hasDeadline
 	entry := e.callee.key()
-	for attempt := 1; ; attempt++ {
+	for {
 		now := g.now()
 		if propagate && now >= a.deadline {
 			return false // no one waits for its answer
@@ -138,7 +138,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 			k := g.bucketAt(now)
 			e.callee.sent(rep, k)
 			e.attempts.Add(1)
-			call := driverCall{request: int(a.request), key: key, attempt: attempt, planned: now, timeout: timeout,
+			call := driverCall{request: int(a.request), key: key, attempt: int(req.Attempts), planned: now, timeout: timeout,
 				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
 			ans, _, live := driverSend(ctx, g.client, rep.url, call)
 			if !live {

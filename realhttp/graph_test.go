@@ -85,7 +85,10 @@ strategies:
 func TestGraphFanOutQuorumAndAnOutageOnOneReplica(t *testing.T) {
 	// The front calls 3 copies of store in parallel, round-robin over its
 	// 3 replicas, one of which answers 503 for the whole run: a quorum
-	// of 2 delivers every request, all 3 needed delivers none.
+	// of 2 delivers every request, all 3 needed delivers none. The
+	// requests come 100 ms apart, so that each one's copies take three
+	// turns of round-robin in a row (interleaved with another request's,
+	// two copies could land on the same replica).
 	for _, tc := range []struct {
 		quorum    int
 		delivered bool
@@ -99,7 +102,7 @@ services:
     replicas: 3
     service_time: {dist: constant, mean: 2ms}
     outages: [{start: 0s, duration: 1h, mode: error, replicas: [1]}]
-workload: {target: front, requests: 30, arrival: {kind: uniform, from: 0s, until: 300ms}}
+workload: {target: front, requests: 30, arrival: {kind: uniform, from: 0s, until: 3s}}
 strategies:
   - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s, edges: {default: {timeout: 2s}}}
 `, "QUORUM", string(rune('0'+tc.quorum)))
