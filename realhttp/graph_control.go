@@ -5,9 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"net/http"
@@ -224,8 +222,8 @@ func (g *Graph) StartAdmin(addr string) error {
 		return fmt.Errorf("realhttp: StartAdmin: %w", err)
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+ControlStatePath, g.serveState)
-	mux.HandleFunc("POST "+ControlResetPath, g.serveReset)
+	mux.HandleFunc("GET "+ControlStatePath, controlState(g.Idle, g.State))
+	mux.HandleFunc("POST "+ControlResetPath, controlResetHandler(g.resetFor, g.State))
 	g.admin = &http.Server{Handler: mux, ReadHeaderTimeout: serverDefaultReadTimeout, WriteTimeout: serverWriteSlack + serverResetWait}
 	g.adminLn = ln
 	g.adminDone = make(chan struct{})
@@ -245,42 +243,15 @@ func (g *Graph) AdminURL() string {
 	return "http://" + g.adminLn.Addr().String() + "/"
 }
 
-func (g *Graph) serveState(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("idle") == "1" {
-		ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
-		defer cancel()
-		if err := g.Idle(ctx); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
-		}
-	}
-	writeJSONAnswer(w, http.StatusOK, g.State())
-}
-
-func (g *Graph) serveReset(w http.ResponseWriter, r *http.Request) {
-	var body controlReset
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		http.Error(w, "bad reset body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
+// resetFor is the control endpoint's reset: for the strategy the body
+// names (the one served when empty), one reset at a time.
+func (g *Graph) resetFor(ctx context.Context, body controlReset) error {
 	if body.Strategy == "" {
 		body.Strategy = g.Strategy()
 	}
-	ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
-	defer cancel()
 	g.resetMu.Lock()
-	err := g.ResetStrategy(ctx, body.Seed, body.Strategy)
-	g.resetMu.Unlock()
-	switch {
-	case errors.Is(err, ErrServerStopped):
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusConflict)
-	default:
-		writeJSONAnswer(w, http.StatusOK, g.State())
-	}
+	defer g.resetMu.Unlock()
+	return g.ResetStrategy(ctx, body.Seed, body.Strategy)
 }
 
 // ResetStrategy asks a served graph to reset for a run of strategy (see

@@ -422,3 +422,52 @@ strategies:
 		}
 	}
 }
+
+func TestGraphTargetWithReplicasAndItsControl(t *testing.T) {
+	// The fleet's target has 3 replicas: a front port balances the
+	// fleet's requests over them (round-robin: 10 each), and counts them
+	// per replica. Its control endpoint resets the graph for a strategy
+	// that deploys the services alike, and refuses one that does not.
+	serverTestLeaks(t)
+	sc, err := scenarios.Parse("front.yaml", []byte(`
+name: front
+duration: 20s
+services:
+  - {name: api, replicas: 3, service_time: {dist: constant, mean: 1ms}}
+workload: {target: api, requests: 30, arrival: {kind: uniform, from: 0s, until: 300ms}}
+strategies:
+  - {name: once, backoff: {kind: none}, max_attempts: 1, timeout: 5s}
+  - {name: twice, backoff: {kind: fixed, delay: 10ms}, max_attempts: 2, timeout: 5s}
+  - {name: more, backoff: {kind: none}, max_attempts: 1, timeout: 5s, services: {api: {replicas: 4}}}
+`))
+	require.NoError(t, err)
+	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
+	require.NoError(t, err)
+	require.NoError(t, g.Start(""))
+	require.NoError(t, g.StartAdmin(""))
+	t.Cleanup(func() { _ = g.Shutdown(context.Background()) })
+	ctl := Control{URL: g.AdminURL()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	_, err = ctl.ResetStrategy(ctx, 1, "twice")
+	require.NoError(t, err, "the same deployment: its edge policies are served")
+	run, _, err := Replay(ctx, sc, &sc.Strategies[1], 0, DriverOptions{Target: g.URL()})
+	require.NoError(t, err)
+	st, err := ctl.Idle(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "twice", st.Strategy)
+	st.Counts().AddTo(run)
+	api := run.Services[0]
+	assert.Equal(t, int64(30), api.Attempts)
+	require.Len(t, api.Replicas, 3)
+	for r, rep := range api.Replicas {
+		assert.Equal(t, int64(10), rep.Attempts, "replica %d", r)
+		assert.Equal(t, int64(10), rep.OK, "replica %d", r)
+		assert.Equal(t, int64(10), rep.Processed, "replica %d", r)
+	}
+	assert.Equal(t, int64(30), run.Delivered)
+	_, err = ctl.ResetStrategy(ctx, 1, "more")
+	assert.ErrorContains(t, err, "strategy more deploys the services otherwise than twice")
+	_, err = ctl.ResetStrategy(ctx, 1, "nope")
+	assert.ErrorContains(t, err, `no strategy "nope"`)
+}

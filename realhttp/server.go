@@ -380,8 +380,8 @@ func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	s.mux.Handle("GET /metrics", s.metrics.handler())
 	s.admin = http.NewServeMux()
 	s.admin.Handle("GET /metrics", s.metrics.handler())
-	s.admin.HandleFunc("GET "+ControlStatePath, s.serveState)
-	s.admin.HandleFunc("POST "+ControlResetPath, s.serveReset)
+	s.admin.HandleFunc("GET "+ControlStatePath, controlState(func(ctx context.Context) error { return s.waitEmpty(ctx, func() {}) }, s.State))
+	s.admin.HandleFunc("POST "+ControlResetPath, controlResetHandler(func(ctx context.Context, b controlReset) error { return s.Reset(ctx, b.Seed) }, s.State))
 	if c, ok := s.store.(storeChecker); ok && sc.Server.Idempotency {
 		s.bg.Go(func() { s.checkStore(c) })
 	}

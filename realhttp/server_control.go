@@ -203,16 +203,20 @@ func (s *Server) State() ServerState {
 // (StartAdmin does by default).
 func (s *Server) AdminHandler() http.Handler { return s.admin }
 
-func (s *Server) serveState(w http.ResponseWriter, r *http.Request) {
-	if r.URL.Query().Get("idle") == "1" {
-		ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
-		defer cancel()
-		if err := s.waitEmpty(ctx, func() {}); err != nil {
-			http.Error(w, err.Error(), http.StatusConflict)
-			return
+// controlState answers GET /control/state with state(), after idle
+// when asked (?idle=1), waiting up to serverResetWait.
+func controlState(idle func(context.Context) error, state func() ServerState) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Query().Get("idle") == "1" {
+			ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
+			defer cancel()
+			if err := idle(ctx); err != nil {
+				http.Error(w, err.Error(), http.StatusConflict)
+				return
+			}
 		}
+		writeJSONAnswer(w, http.StatusOK, state())
 	}
-	writeJSONAnswer(w, http.StatusOK, s.State())
 }
 
 // controlReset is the body of a reset.
@@ -221,23 +225,28 @@ type controlReset struct {
 	Strategy string `json:"strategy,omitempty"` // a served graph's; a server ignores it
 }
 
-func (s *Server) serveReset(w http.ResponseWriter, r *http.Request) {
-	var body controlReset
-	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
-		http.Error(w, "bad reset body: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
-	defer cancel()
-	switch err := s.Reset(ctx, body.Seed); {
-	case errors.Is(err, ErrServerStopped):
-		http.Error(w, err.Error(), http.StatusServiceUnavailable)
-	case err != nil:
-		http.Error(w, err.Error(), http.StatusConflict)
-	default:
-		writeJSONAnswer(w, http.StatusOK, s.State())
+// controlResetHandler answers POST /control/reset: it decodes the body,
+// calls reset (waiting up to serverResetWait) and answers state(), 409
+// when requests stayed, 503 after Shutdown began.
+func controlResetHandler(reset func(context.Context, controlReset) error, state func() ServerState) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var body controlReset
+		dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, 4096))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&body); err != nil && !errors.Is(err, io.EOF) {
+			http.Error(w, "bad reset body: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		ctx, cancel := context.WithTimeout(r.Context(), serverResetWait)
+		defer cancel()
+		switch err := reset(ctx, body); {
+		case errors.Is(err, ErrServerStopped):
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusConflict)
+		default:
+			writeJSONAnswer(w, http.StatusOK, state())
+		}
 	}
 }
 
