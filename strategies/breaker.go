@@ -236,6 +236,15 @@ func (b *Breaker) Status(s *BreakerState, now time.Duration) BreakerStatus {
 	return s.status
 }
 
+// Forget gives back permit p of an attempt that was not sent after all
+// (a throttle stopped it): a canary frees its place. b may be nil.
+func (b *Breaker) Forget(s *BreakerState, p Permit) {
+	if b == nil || !p.valid || !p.canary || p.gen != s.gen || s.canaries == 0 {
+		return
+	}
+	s.canaries--
+}
+
 // Observe returns the permit of an attempt that the breaker does not
 // gate (a first attempt through a RetriesOnly breaker): one whose outcome
 // Record counts while the breaker is closed, and ignores otherwise.

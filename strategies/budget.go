@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 )
 
 // ErrBudgetExhausted is the error a driver reports for a retry that the
@@ -29,13 +30,22 @@ const (
 	// holds more than a threshold, and costs a token. There is no
 	// per-request limit on its own.
 	BudgetBucket
+	// BudgetEnvoy is Envoy's retry budget (a cluster's circuit breaker
+	// retry_budget): the retries in flight are at most
+	// max(MinConcurrency, Percent% of the attempts in flight). Its state
+	// is a SharedBudget, which a group of senders may hold together.
+	BudgetEnvoy
+	// BudgetFinagle is Finagle's RetryBudget: every first try deposits,
+	// and retries may withdraw at most Percent% of the requests of the
+	// last TTL, plus MinPerSecond a second. Its state is a SharedBudget.
+	BudgetFinagle
 	numBudgetKinds
 )
 
-var budgetKindNames = [numBudgetKinds]string{"tokens", "quota", "bucket"}
+var budgetKindNames = [numBudgetKinds]string{"tokens", "quota", "bucket", "envoy", "finagle"}
 
 // String returns the kind's name as written in scenario files: tokens,
-// quota or bucket.
+// quota, bucket, envoy or finagle.
 func (k BudgetKind) String() string {
 	if k < numBudgetKinds {
 		return budgetKindNames[k]
@@ -96,6 +106,11 @@ type Budget struct {
 	RetryCost float64
 	// TimeoutCost is what a retry after a Timeout costs; 0 means 10.
 	TimeoutCost float64
+	// ThrottlingCost is what a retry after a 429 costs; 0 means RetryCost
+	// (the SDKs' newer standard profile, aws-sdk-go-v2 v1.48.0
+	// aws/retry/standard.go, has RetryCost 14 for every transient error,
+	// timeouts included, and DefaultThrottlingRetryCost 5).
+	ThrottlingCost float64
 	// NoRetryIncrement is what a success at the first attempt adds back;
 	// 0 means 1.
 	NoRetryIncrement float64
@@ -113,6 +128,26 @@ type Budget struct {
 	// Threshold is what the bucket must hold more than for a retry; 0
 	// means 1.
 	Threshold float64
+
+	// BudgetEnvoy and BudgetFinagle (see SharedBudget).
+
+	// Percent is, for BudgetEnvoy, the retries in flight allowed per 100
+	// attempts in flight, and for BudgetFinagle the retries allowed per
+	// 100 requests over TTL; 0 means 20 (both defaults).
+	Percent float64
+	// MinConcurrency is BudgetEnvoy's floor on the retries in flight; 0
+	// means 3 (Envoy's min_retry_concurrency default).
+	MinConcurrency int
+	// TTL is BudgetFinagle's window; 0 means 10s.
+	TTL time.Duration
+	// MinPerSecond is BudgetFinagle's reserve, in retries a second over
+	// TTL; 0 means 10.
+	MinPerSecond float64
+	// Scope says which senders hold the budget together; GroupSize is
+	// the size of a ScopeGroup group. Only BudgetEnvoy and BudgetFinagle
+	// can be shared; the other kinds are always per sender.
+	Scope     Scope
+	GroupSize int
 }
 
 // BudgetState is one sender's retry budget. It holds what has been spent,
@@ -172,8 +207,11 @@ func (b *Budget) Acquire(s *BudgetState, o Outcome) (cost float64, ok bool) {
 		return 0, 2*(maxTokens-s.spent) > maxTokens
 	case BudgetQuota:
 		c := units(b.RetryCost, 5)
-		if o == Timeout {
+		switch {
+		case o == Timeout:
 			c = units(b.TimeoutCost, 10)
+		case o == TooManyRequests && b.ThrottlingCost != 0:
+			c = units(b.ThrottlingCost, 0)
 		}
 		if units(b.Capacity, 500)-s.spent < c {
 			return 0, false

@@ -243,7 +243,7 @@ func TestBudgetKind(t *testing.T) {
 	assert.Equal(t, "bucket", strategies.BudgetBucket.String())
 	assert.Equal(t, "BudgetKind(9)", strategies.BudgetKind(9).String())
 	_, err := strategies.ParseBudgetKind("leaky")
-	assert.EqualError(t, err, `strategies: unknown budget kind "leaky" (want one of tokens, quota, bucket)`)
+	assert.EqualError(t, err, `strategies: unknown budget kind "leaky" (want one of tokens, quota, bucket, envoy, finagle)`)
 }
 
 func TestBudgetErrExhausted(t *testing.T) {

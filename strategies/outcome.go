@@ -90,4 +90,9 @@ type Result struct {
 	// ParseRetryAfter); meaningful only when HasRetryAfter is true.
 	RetryAfter    time.Duration
 	HasRetryAfter bool
+	// Pushback is the server's gRPC pushback hint
+	// (grpc-retry-pushback-ms); meaningful only when HasPushback is true.
+	// A negative hint asks the sender not to retry.
+	Pushback    time.Duration
+	HasPushback bool
 }

@@ -31,19 +31,69 @@ type Policy struct {
 	RetryAfter RetryAfter
 	// Breaker, when not nil, is the circuit breaker each sender keeps.
 	Breaker *Breaker
-	// Budget, when not nil, is the retry budget each sender keeps.
+	// Budget, when not nil, is the retry budget each sender keeps (or
+	// its group, for a shared budget: see Groups).
 	Budget *Budget
+	// Throttle, when not nil, is the client-side throttle each sender
+	// keeps in front of its attempts.
+	Throttle *Throttle
+	// IgnorePushback makes the policy ignore gRPC's pushback hint
+	// (grpc-retry-pushback-ms). By default it is honored: a hint of 0 or
+	// more is the wait before the next retry, and restarts the backoff
+	// sequence; a negative hint means do not retry.
+	IgnorePushback bool
 	// ShortCircuitIsAttempt makes a request refused by an open breaker use
 	// up one of its MaxAttempts. By default it does not.
 	ShortCircuitIsAttempt bool
 }
 
-// Sender is the state one sender keeps across its requests: its breaker
-// and its budget. The zero value is a closed breaker and a full budget. It
-// is not safe for concurrent use.
+// Sender is the state one sender keeps across its requests: its breaker,
+// its budget, its throttle. The zero value is a closed breaker, a full
+// budget and a throttle that has seen nothing. It is not safe for
+// concurrent use.
 type Sender struct {
 	Breaker BreakerState
 	Budget  BudgetState
+	// ext holds what only some policies need, made at first use, so that
+	// a Sender stays 64 bytes.
+	ext *senderExt
+}
+
+// senderExt is the part of a Sender that only some policies need: the
+// budget it holds with its group (Groups.Join), or its own, and its
+// throttle.
+type senderExt struct {
+	shared   *SharedBudget
+	throttle ThrottleState
+}
+
+func (s *Sender) extended() *senderExt {
+	if s.ext == nil {
+		s.ext = new(senderExt)
+	}
+	return s.ext
+}
+
+// Shared returns the shared budget the sender holds (made if it has
+// none).
+func (s *Sender) Shared() *SharedBudget {
+	x := s.extended()
+	if x.shared == nil {
+		x.shared = new(SharedBudget)
+	}
+	return x.shared
+}
+
+// Throttle returns the sender's throttle state (made if it has none).
+func (s *Sender) Throttle() *ThrottleState {
+	return &s.extended().throttle
+}
+
+// PerSender reports whether the policy keeps state per sender (a
+// breaker, a budget or a throttle): a driver without senders passes a
+// nil Sender to Begin and Done only when it does not.
+func (p *Policy) PerSender() bool {
+	return p.Breaker != nil || p.Budget != nil || p.Throttle != nil
 }
 
 // Request is one request's retry state. The zero value is a request that
@@ -89,13 +139,16 @@ const (
 	MaxElapsed                  // the next retry would start after MaxElapsed
 	BudgetDenied                // the retry budget denied the retry
 	BreakerDenied               // a cumulative retry breaker denied the retry
+	ClientRejected              // the throttle rejected the last attempt locally, and it was the last allowed
+	PushbackDenied              // the server's pushback said not to retry
 	numReasons
 )
 
-var reasonNames = [numReasons]string{"", "not_retryable", "max_attempts", "max_elapsed", "budget", "breaker"}
+var reasonNames = [numReasons]string{"", "not_retryable", "max_attempts", "max_elapsed", "budget", "breaker", "client_rejected", "pushback"}
 
 // String returns the reason as written in output files: not_retryable,
-// max_attempts, max_elapsed, budget or breaker.
+// max_attempts, max_elapsed, budget, breaker, client_rejected or
+// pushback.
 func (r Reason) String() string {
 	if r < numReasons {
 		return reasonNames[r]
@@ -106,8 +159,19 @@ func (r Reason) String() string {
 // Reasons lists every reason a request can be dead-lettered for, in a
 // stable order for writers.
 func Reasons() []Reason {
-	return []Reason{NotRetryable, MaxAttempts, MaxElapsed, BudgetDenied, BreakerDenied}
+	return []Reason{NotRetryable, MaxAttempts, MaxElapsed, BudgetDenied, BreakerDenied, ClientRejected, PushbackDenied}
 }
+
+// Local says why Begin made no attempt.
+type Local uint8
+
+// The reasons Begin makes no attempt.
+const (
+	NotLocal     Local = iota // an attempt was made
+	ShortCircuit              // the breaker is open
+	Rejected                  // the throttle rejected the attempt locally: it counts as one
+	RateWait                  // the rate limiter has no token: ask again after Decision.Wait
+)
 
 // Decision is what a driver does next with a request.
 type Decision struct {
@@ -116,6 +180,8 @@ type Decision struct {
 	Wait time.Duration
 	// Reason is why the request was given up, for DeadLetter.
 	Reason Reason
+	// Local says, when Begin made no attempt, why.
+	Local Local
 }
 
 // Begin asks whether request q of sender s may make an attempt at now.
@@ -137,11 +203,57 @@ func (p *Policy) Begin(s *Sender, q *Request, now time.Duration, r *rand.Rand) (
 	default:
 		var ok bool
 		if permit, ok = p.Breaker.Allow(&s.Breaker, now); !ok {
-			return permit, p.shortCircuit(s, q, now, r), false
+			d := p.shortCircuit(s, q, now, r)
+			d.Local = ShortCircuit
+			return permit, d, false
 		}
+	}
+	if t := p.Throttle; t != nil {
+		wait, ok := t.Admit(s.Throttle(), now, r)
+		switch {
+		case ok:
+		case wait > 0:
+			p.Breaker.Forget(&s.Breaker, permit)
+			return Permit{}, Decision{Action: Retry, Wait: wait, Local: RateWait}, false
+		default:
+			p.Breaker.Forget(&s.Breaker, permit)
+			d := p.rejected(q, now, r)
+			d.Local = Rejected
+			return Permit{}, d, false
+		}
+	}
+	if b := p.Budget; b.Shared() {
+		b.Start(s.Shared(), now, q.Attempts == 0)
 	}
 	q.Attempts++
 	return permit, Decision{}, true
+}
+
+// rejected decides about a request whose attempt the throttle rejected:
+// the attempt counts, and the request waits its backoff delay, as after a
+// failure (the budget is not asked: nothing reached the server).
+func (p *Policy) rejected(q *Request, now time.Duration, r *rand.Rand) Decision {
+	q.Attempts++
+	if p.MaxAttempts > 0 && int(q.Attempts) >= p.MaxAttempts {
+		return Decision{Action: DeadLetter, Reason: ClientRejected}
+	}
+	return p.retryAfter(q, now, p.backoff().Next(&q.Backoff, r))
+}
+
+// Cancel tells the policy that the driver abandoned request q: its
+// attempt in flight, if inFlight, will not be reported to Done, and it
+// will make no more. A shared budget stops counting it.
+func (p *Policy) Cancel(s *Sender, q *Request, inFlight bool) {
+	b := p.Budget
+	if !b.Shared() {
+		return
+	}
+	if inFlight {
+		b.End(s.Shared(), float64(q.cost))
+	} else if q.cost > 0 && b.Kind == BudgetEnvoy {
+		s.Shared().retries = max(s.Shared().retries-1, 0)
+	}
+	q.cost = 0
 }
 
 // shortCircuit decides about a request that the breaker refused: it
@@ -179,8 +291,14 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 			p.Breaker.Record(&s.Breaker, now, permit, o, r)
 		}
 	}
-	if p.Budget != nil {
-		p.Budget.Record(&s.Budget, o, float64(q.cost))
+	if p.Throttle != nil {
+		p.Throttle.Record(s.Throttle(), now, o)
+	}
+	if b := p.Budget; b.Shared() {
+		b.End(s.Shared(), float64(q.cost))
+		q.cost = 0
+	} else if b != nil {
+		b.Record(&s.Budget, o, float64(q.cost))
 	}
 	if o == Success {
 		return Decision{Action: Deliver}
@@ -194,11 +312,20 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 	if p.Breaker != nil && p.Breaker.Cumulative && !p.Breaker.RetryAllowed(&s.Breaker) {
 		return Decision{Action: DeadLetter, Reason: BreakerDenied}
 	}
+	if res.HasPushback && !p.IgnorePushback && res.Pushback < 0 {
+		return Decision{Action: DeadLetter, Reason: PushbackDenied}
+	}
 	d := p.retryAfter(q, now, p.wait(q, res, r))
 	if d.Action != Retry || p.Budget == nil {
 		return d
 	}
-	cost, ok := p.Budget.Acquire(&s.Budget, o)
+	var cost float64
+	var ok bool
+	if p.Budget.Shared() {
+		cost, ok = p.Budget.AcquireShared(s.Shared(), now)
+	} else {
+		cost, ok = p.Budget.Acquire(&s.Budget, o)
+	}
 	if !ok {
 		return Decision{Action: DeadLetter, Reason: BudgetDenied}
 	}
@@ -211,6 +338,10 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 // is honored does not advance the backoff sequence, so a later 5xx
 // resumes the exponential sequence where it left off.
 func (p *Policy) wait(q *Request, res Result, r *rand.Rand) time.Duration {
+	if res.HasPushback && !p.IgnorePushback {
+		q.Backoff = BackoffState{}
+		return res.Pushback
+	}
 	if !res.HasRetryAfter || p.RetryAfter.Mode == RetryAfterIgnore {
 		return p.backoff().Next(&q.Backoff, r)
 	}

@@ -1,6 +1,7 @@
 package strategies
 
 import (
+	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -171,7 +172,7 @@ func TestPolicyBreakerShortCircuits(t *testing.T) {
 		// While open, a try makes no attempt and waits its backoff delay.
 		_, d, ok := p.Begin(&sd, &a, s, r)
 		assert.False(t, ok)
-		assert.Equal(t, Decision{Action: Retry, Wait: 2 * s}, d, "the backoff sequence goes on")
+		assert.Equal(t, Decision{Action: Retry, Wait: 2 * s, Local: ShortCircuit}, d, "the backoff sequence goes on")
 		want := int32(1)
 		if counts {
 			want = 2
@@ -215,10 +216,10 @@ func TestShortCircuitNeverSpins(t *testing.T) {
 	var sd Sender
 	var a, b, c Request
 	require.Equal(t, Decision{Action: Retry}, attempt(p, &sd, &a, 0, fail(Refused), r)) // trips
-	assert.Equal(t, Decision{Action: Retry, Wait: 50 * s}, attempt(p, &sd, &b, 10*s, fail(Refused), r))
+	assert.Equal(t, Decision{Action: Retry, Wait: 50 * s, Local: ShortCircuit}, attempt(p, &sd, &b, 10*s, fail(Refused), r))
 	_, ok := br.Allow(&sd.Breaker, time.Minute) // the canary goes out
 	require.True(t, ok)
-	assert.Equal(t, Decision{Action: Retry, Wait: 10 * s}, attempt(p, &sd, &c, time.Minute, fail(Refused), r))
+	assert.Equal(t, Decision{Action: Retry, Wait: 10 * s, Local: ShortCircuit}, attempt(p, &sd, &c, time.Minute, fail(Refused), r))
 }
 
 func TestRetryBreakerStopsOnlyRetries(t *testing.T) {
@@ -285,3 +286,75 @@ func TestPolicyCumulativeBreaker(t *testing.T) {
 	q = Request{}
 	assert.Equal(t, Decision{Action: DeadLetter, Reason: NotRetryable}, attempt(p, &sd, &q, 6*s, fail(ClientError), r), "a 4xx is not retried, breaker or not")
 }
+
+func TestPolicyThrottleRejectsLocally(t *testing.T) {
+	// An SRE throttle after 3 failures: p = 3/4; a low draw rejects. The
+	// rejection counts as an attempt, waits its backoff, and is the
+	// request's reason when it was its last.
+	p := &Policy{Backoff: Fixed{Delay: s}, MaxAttempts: 2, Throttle: &Throttle{Kind: ThrottleSRE}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	for range 3 {
+		var q Request
+		permit, _, ok := p.Begin(&sd, &q, 0, rand.New(fixedSource(math.MaxUint64)))
+		require.True(t, ok)
+		p.Done(&sd, &q, permit, 0, fail(ServerError), r)
+	}
+	low := rand.New(fixedSource(0))
+	var q Request
+	_, d, ok := p.Begin(&sd, &q, s, low)
+	assert.False(t, ok)
+	assert.Equal(t, Decision{Action: Retry, Wait: s, Local: Rejected}, d)
+	assert.Equal(t, int32(1), q.Attempts, "a rejection counts as an attempt")
+	_, d, ok = p.Begin(&sd, &q, 2*s, low)
+	assert.False(t, ok)
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: ClientRejected, Local: Rejected}, d, "the last attempt allowed was rejected")
+}
+
+func TestPolicyRateLimiterWaits(t *testing.T) {
+	// An AWS adaptive client after a throttle: the attempt waits for its
+	// token, and the wait uses no attempt and no backoff step.
+	p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 3, Throttle: &Throttle{Kind: ThrottleAWSAdaptive}}
+	var sd Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	var q Request
+	assert.Equal(t, Decision{Action: Retry, Wait: s}, attempt(p, &sd, &q, 0, fail(TooManyRequests), r))
+	_, d, ok := p.Begin(&sd, &q, s, r)
+	require.False(t, ok, "no token yet: the fill rate is 0.5/s")
+	assert.Equal(t, RateWait, d.Local)
+	assert.Equal(t, Retry, d.Action)
+	assert.InDelta(t, 1, d.Wait.Seconds(), 0.01, "half a token came in the second since the throttle, at 0.5/s: half is missing")
+	assert.Equal(t, int32(1), q.Attempts)
+	assert.Equal(t, int32(1), q.Backoff.K, "the backoff did not move")
+	_, _, ok = p.Begin(&sd, &q, s+d.Wait, r)
+	assert.True(t, ok)
+}
+
+func TestPolicyPushback(t *testing.T) {
+	p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 6}
+	r := rand.New(rand.NewPCG(1, 1))
+	var sd Sender
+	var q Request
+	push := func(d time.Duration) Result {
+		return Result{Outcome: ServerError, Pushback: d, HasPushback: true}
+	}
+	require.Equal(t, Decision{Action: Retry, Wait: s}, attempt(p, &sd, &q, 0, fail(ServerError), r))
+	require.Equal(t, Decision{Action: Retry, Wait: 2 * s}, attempt(p, &sd, &q, s, fail(ServerError), r))
+	assert.Equal(t, Decision{Action: Retry, Wait: 300 * time.Millisecond}, attempt(p, &sd, &q, 3*s, push(300*time.Millisecond), r),
+		"a pushback is the wait")
+	assert.Equal(t, Decision{Action: Retry, Wait: s}, attempt(p, &sd, &q, 4*s, fail(ServerError), r), "and restarts the backoff")
+	assert.Equal(t, Decision{Action: DeadLetter, Reason: PushbackDenied}, attempt(p, &sd, &q, 5*s, push(-time.Millisecond), r),
+		"a negative pushback: do not retry")
+
+	ignore := *p
+	ignore.IgnorePushback = true
+	var q2 Request
+	require.Equal(t, Decision{Action: Retry, Wait: s}, attempt(&ignore, &sd, &q2, 0, push(-1), r), "ignored")
+	assert.Equal(t, Decision{Action: Retry, Wait: 2 * s}, attempt(&ignore, &sd, &q2, 0, push(10*s), r), "ignored")
+}
+
+// fixedSource is a rand source that always draws the same number (as in
+// the external tests).
+type fixedSource uint64
+
+func (f fixedSource) Uint64() uint64 { return uint64(f) }
