@@ -307,6 +307,7 @@ type driver struct {
 	reqs       []driverRequest
 	next       []int32 // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders    []driverSender
+	groups     *strategies.Groups
 	perRequest bool
 	workers    int32
 	blocking   bool
@@ -512,11 +513,13 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	if d.limit > 0 {
 		d.reqs = make([]driverRequest, 0, d.limit)
 	}
-	if d.policy.Breaker != nil || d.policy.Budget != nil || d.workers > 0 {
+	d.groups = strategies.NewGroups(d.policy)
+	if d.policy.PerSender() || d.workers > 0 {
 		if n := sc.Workload.Senders; n > 0 {
 			d.senders = make([]driverSender, n)
 			for i := range d.senders {
 				d.senders[i].pool = sim.NewPool()
+				d.groups.Join(&d.senders[i].retry, i)
 			}
 		} else {
 			d.perRequest = true
@@ -730,6 +733,7 @@ func (d *driver) newRequestFrom(at time.Duration, s int32) {
 	i := int32(len(d.reqs))
 	if d.perRequest {
 		d.senders = append(d.senders, driverSender{pool: sim.NewPool()})
+		d.groups.Join(&d.senders[len(d.senders)-1].retry, len(d.senders)-1)
 	}
 	d.reqs = append(d.reqs, driverRequest{key: uuid.New(), created: at, planned: at, sender: s, bucket: -1})
 	if d.workers > 0 {
@@ -756,8 +760,15 @@ func (d *driver) try(i int32) {
 	}
 	permit, dec, ok := d.policy.Begin(sd, &r.retry, d.now, d.rRetry)
 	if !ok {
-		d.run.ShortCircuited++
-		d.current().ShortCircuited++
+		switch dec.Local {
+		case strategies.ShortCircuit:
+			d.run.ShortCircuited++
+			d.current().ShortCircuited++
+		case strategies.Rejected:
+			d.run.ClientRejected++
+		case strategies.RateWait:
+			d.run.RateLimited++
+		}
 		d.free(i, dec)
 		d.decide(i, dec)
 		return
@@ -877,6 +888,9 @@ func (d *driver) complete(c driverDone) {
 		sd = &d.senders[r.sender].retry
 	}
 	dec := d.policy.Done(sd, &r.retry, r.permit, d.now, c.res, d.rRetry)
+	if dec.Reason == strategies.BudgetDenied && d.policy.Budget.Shared() {
+		d.run.SharedBudgetDenied++
+	}
 	r.state = drvWaiting
 	d.free(c.i, dec)
 	d.decide(c.i, dec)

@@ -6,9 +6,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -182,7 +184,20 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 		}
 		res.RetryAfter, res.HasRetryAfter = strategies.ParseRetryAfter(v, date)
 	}
+	if v := resp.Header.Get(PushbackHeader); v != "" && res.Outcome != strategies.Success {
+		res.Pushback, res.HasPushback = parsePushback(v)
+	}
 	return a, sent, true
+}
+
+// parsePushback reads a pushback hint: an integer of milliseconds. As in
+// gRPC, a value that is not one means do not retry.
+func parsePushback(v string) (time.Duration, bool) {
+	ms, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || ms < 0 {
+		return -1, true
+	}
+	return time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond, true
 }
 
 // driverStatusOutcome maps an HTTP status to an outcome: 2xx success,

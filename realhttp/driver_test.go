@@ -890,3 +890,57 @@ func TestDriverCountsTheBacklogAtTheOutageEnd(t *testing.T) {
 	assert.EqualValues(t, requests, *run.Backlog)
 	assert.Zero(t, run.GaveUpInOutage)
 }
+
+func TestDriverPushback(t *testing.T) {
+	// A pushback of 2 s (scenario time) replaces the 10 ms backoff; a
+	// negative one stops the retries.
+	for _, tc := range []struct {
+		hint string
+		want func(t *testing.T, run *results.Run, hits []driverHit)
+	}{
+		{"2000", func(t *testing.T, run *results.Run, hits []driverHit) {
+			assert.EqualValues(t, 1, run.Delivered)
+			require.Len(t, hits, 2)
+			assert.GreaterOrEqual(t, hits[1].at.Sub(hits[0].answered), 200*time.Millisecond, "2 s at scale 0.1")
+		}},
+		{"-1", func(t *testing.T, run *results.Run, hits []driverHit) {
+			assert.Len(t, hits, 1)
+			assert.Equal(t, map[string]int64{"pushback": 1}, run.DeadLetteredBy)
+		}},
+		{"soon", func(t *testing.T, run *results.Run, hits []driverHit) {
+			assert.Len(t, hits, 1, "as gRPC reads it: a hint that is no number means do not retry")
+		}},
+	} {
+		t.Run(tc.hint, func(t *testing.T) {
+			rec := &driverRecorder{answer: func(w http.ResponseWriter, _ *http.Request, hit driverHit) {
+				if hit.attempt == 1 {
+					w.Header().Set(PushbackHeader, tc.hint)
+					w.WriteHeader(http.StatusServiceUnavailable)
+				}
+			}}
+			sc, st := driverScenario(t, 1, driverStrategy(driverFixed(10*time.Millisecond), 3, 10*time.Second), nil)
+			run, _ := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.1})
+			tc.want(t, run, rec.all())
+		})
+	}
+}
+
+func TestDriverThrottleRejectsLocally(t *testing.T) {
+	// An SRE throttle with K = 1 in front of a server that always
+	// answers 503: after the first failures the client rejects most of
+	// its attempts itself, and they never reach the server.
+	rec := &driverRecorder{answer: func(w http.ResponseWriter, _ *http.Request, _ driverHit) {
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}}
+	st := driverStrategy(driverFixed(10*time.Millisecond), 1, 10*time.Second)
+	st.Throttle = &scenarios.Throttle{Kind: scenarios.ThrottleSRE, K: 1, Window: time.Minute, MaxRejection: 1}
+	sc, stp := driverScenario(t, 200, st, func(sc *scenarios.Scenario) {
+		sc.Workload.Senders = 1
+		sc.Workload.Arrival = scenarios.Arrival{Kind: scenarios.Uniform, Until: 2 * time.Second}
+	})
+	run, _ := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.5})
+	t.Logf("%d sent, %d rejected locally", run.Attempts, run.ClientRejected)
+	assert.EqualValues(t, 200, run.Attempts+run.ClientRejected)
+	assert.Greater(t, run.ClientRejected, int64(150), "p = n/(n+1) once nothing is accepted")
+	assert.EqualValues(t, len(rec.all()), run.Attempts, "a rejected attempt never reaches the server")
+}

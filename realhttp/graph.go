@@ -124,13 +124,28 @@ type graphEdge struct {
 	attempts atomic.Int64
 }
 
-// graphSender is a calling replica's state on an edge: its breaker and
-// budget, and its draws of jitter.
+// graphSender is a calling replica's state on an edge: its breaker,
+// budget and throttle, and its draws of jitter. Senders that share a
+// budget share one lock.
 type graphSender struct {
-	mu     sync.Mutex
+	mu     *sync.Mutex
 	state  strategies.Sender
-	stated bool // the policy has a breaker or a budget
+	stated bool // the policy keeps state per sender
 	r      *rand.Rand
+}
+
+// resetSenders gives edge e, the k-th, fresh senders for its policy.
+func (e *graphEdge) resetSenders(seed uint64, k int) {
+	groups := strategies.NewGroups(e.policy)
+	shared := new(sync.Mutex)
+	for r := range e.senders {
+		mu := shared
+		if !e.policy.Budget.Shared() || e.policy.Budget.Scope == strategies.ScopeSender {
+			mu = new(sync.Mutex)
+		}
+		e.senders[r] = graphSender{mu: mu, stated: e.policy.PerSender(), r: rand.New(rand.NewPCG(seed^uint64(k+1)<<40^uint64(r+1), 5))}
+		groups.Join(&e.senders[r].state, r)
+	}
 }
 
 // GraphOptions configures a Graph: the servers' options (TimeScale,
@@ -241,10 +256,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 			pol := scenarios.EdgeStrategy(st, s.cfg.Name, c)
 			e := &graphEdge{cfg: c, caller: s, callee: g.services[sc.ServiceIndex(c.Service)], policy: pol.Policy()}
 			e.senders = make([]graphSender, s.cfg.Replicas)
-			for r := range e.senders {
-				e.senders[r] = graphSender{stated: e.policy.Breaker != nil || e.policy.Budget != nil,
-					r: rand.New(rand.NewPCG(seed^uint64(len(g.edges)+1)<<40^uint64(r+1), 5))}
-			}
+			e.resetSenders(seed, len(g.edges))
 			s.edges = append(s.edges, e)
 			g.edges = append(g.edges, e)
 		}
@@ -554,9 +566,7 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 	}
 	for k, e := range g.edges {
 		e.attempts.Store(0)
-		for r := range e.senders {
-			e.senders[r] = graphSender{stated: e.senders[r].stated, r: rand.New(rand.NewPCG(seed^uint64(k+1)<<40^uint64(r+1), 5))}
-		}
+		e.resetSenders(seed, k)
 	}
 	g.mu.Lock()
 	g.rDraw = rand.New(rand.NewPCG(seed, 4))

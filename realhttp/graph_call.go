@@ -143,6 +143,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 			ans, _, live := driverSend(ctx, g.client, rep.url, call)
 			if !live {
 				e.callee.abandoned(rep)
+				sd.cancel(e.policy, &req, true)
 				return false
 			}
 			now = g.now()
@@ -163,13 +164,23 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 		if propagate && g.now()+d.Wait >= a.deadline {
 			return false // the retry would start after the deadline
 		}
-		t := time.NewTimer(g.wall(d.Wait))
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			t.Stop()
+		if !g.sleep(ctx, d.Wait) {
+			sd.cancel(e.policy, &req, false)
 			return false
 		}
+	}
+}
+
+// sleep waits d of scenario time, and reports false when ctx ended
+// first.
+func (g *Graph) sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(g.wall(d))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
@@ -218,8 +229,18 @@ func (s *graphService) flushDue(now time.Duration) {
 	}
 }
 
-// sender returns the calling replica's breaker and budget, nil when the
-// policy has neither. The caller holds sd.mu.
+// cancel tells the policy that the call gave request req up (see
+// strategies.Policy.Cancel).
+func (sd *graphSender) cancel(p *strategies.Policy, req *strategies.Request, inFlight bool) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	if s := sd.sender(); s != nil {
+		p.Cancel(s, req, inFlight)
+	}
+}
+
+// sender returns the calling replica's breaker, budget and throttle, nil
+// when the policy keeps none. The caller holds sd.mu.
 func (sd *graphSender) sender() *strategies.Sender {
 	if !sd.stated {
 		return nil

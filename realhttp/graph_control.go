@@ -168,10 +168,7 @@ func (g *Graph) ResetStrategy(ctx context.Context, seed uint64, name string) err
 	g.mu.Unlock()
 	for _, e := range g.edges {
 		pol := scenarios.EdgeStrategy(st, e.caller.cfg.Name, e.cfg)
-		e.policy = pol.Policy()
-		for r := range e.senders {
-			e.senders[r].stated = e.policy.Breaker != nil || e.policy.Budget != nil
-		}
+		e.policy = pol.Policy() // Reset gives it fresh senders
 	}
 	g.propagate.Store(st.DeadlinePropagation)
 	for _, s := range g.services {

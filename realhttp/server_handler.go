@@ -137,6 +137,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	now = s.nowLocked()
 	if p := s.srv.FailureProbability; p > 0 && s.rFault.Float64() < p {
 		s.mu.Unlock()
+		setPushback(w.Header(), s.srv.FailurePushback)
 		s.answer(w, a, http.StatusServiceUnavailable, serverReasonFailure)
 		return
 	}
@@ -399,7 +400,20 @@ func (s *Server) throttle(w http.ResponseWriter, a *serverAttempt, wait time.Dur
 	h := w.Header()
 	h.Set("Date", date.Format(http.TimeFormat))
 	h.Set("Retry-After", strategies.FormatRetryAfter(wait, s.format, date))
+	setPushback(h, s.srv.RateLimit.Pushback)
 	s.answer(w, a, http.StatusTooManyRequests, serverReasonRateLimit)
+}
+
+// PushbackHeader is gRPC's retry pushback hint (gRFC A6): milliseconds
+// to wait before the retry, or a negative number for do not retry. The
+// test servers write it in scenario time, as they do Retry-After.
+const PushbackHeader = "Grpc-Retry-Pushback-Ms"
+
+// setPushback sets the pushback hint hint, if any.
+func setPushback(h http.Header, hint *time.Duration) {
+	if hint != nil {
+		h.Set(PushbackHeader, strconv.FormatInt(hint.Milliseconds(), 10))
+	}
 }
 
 // serverBodies are the answers' bodies, by status.

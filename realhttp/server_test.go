@@ -844,3 +844,25 @@ func TestMemoryStore(t *testing.T) {
 	state, _ = m.State(ctx, "k")
 	assert.Equal(t, IdempotencyProcessed, state)
 }
+
+func TestServerPushback(t *testing.T) {
+	serverTestLeaks(t)
+	sc := serverTestScenario(t, "  service_time: 1ms\n  rate_limit: {rate: 1, burst: 1, pushback: 1500ms}\n")
+	s := serverTestStart(t, sc, ServerOptions{TimeScale: 0.01})
+	c := serverTestClient(t)
+	resp, err := serverTestPost(context.Background(), c, s.URL())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Empty(t, resp.Header.Get(PushbackHeader), "no hint on a success")
+	resp, err = serverTestPost(context.Background(), c, s.URL())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	assert.Equal(t, "1500", resp.Header.Get(PushbackHeader), "in scenario milliseconds, whatever the scale")
+
+	sc = serverTestScenario(t, "  service_time: 1ms\n  failure_probability: 1\n  failure_pushback: -1ms\n")
+	s = serverTestStart(t, sc, ServerOptions{})
+	resp, err = serverTestPost(context.Background(), c, s.URL())
+	require.NoError(t, err)
+	require.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.Equal(t, "-1", resp.Header.Get(PushbackHeader), "do not retry")
+}

@@ -74,7 +74,30 @@ type Figures struct {
 	Lost           float64            `json:"responses_lost"`
 	Replayed       float64            `json:"replayed"`
 	DeadLetteredBy map[string]float64 `json:"dead_lettered_by"`
+
+	// The overload controls' counts, left out of summary.json where they
+	// are 0 (a strategy without the control): a check reads a missing
+	// one as 0 (see Named.Get).
+
+	// ClientRejected counts attempts that a client-side throttle (sre,
+	// failsafe) rejected locally, without sending them.
+	ClientRejected float64 `json:"client_rejected,omitempty"`
+	// RateLimited counts the times an attempt waited for a token of the
+	// client's rate limiter (aws-adaptive) before it went.
+	RateLimited float64 `json:"rate_limited,omitempty"`
+	// SharedBudgetDenied counts retries denied by a budget that a group
+	// of senders holds together (envoy, finagle with scope fleet or
+	// group); they are dead-lettered with reason budget.
+	SharedBudgetDenied float64 `json:"shared_budget_denied,omitempty"`
+	// Hedges counts the hedged copies sent (beyond each request's first),
+	// HedgeWins the requests that a hedged copy delivered.
+	Hedges    float64 `json:"hedges,omitempty"`
+	HedgeWins float64 `json:"hedge_wins,omitempty"`
 }
+
+// ZeroWhenMissing lists the figures that summary.json leaves out where
+// they are 0.
+var ZeroWhenMissing = []string{"client_rejected", "rate_limited", "shared_budget_denied", "hedges", "hedge_wins"}
 
 // Latency summarises delivery latencies, in seconds.
 type Latency struct {
@@ -103,6 +126,12 @@ func (r *Run) Figures(s Setup) Figures {
 		Lost:           float64(r.Lost),
 		Replayed:       float64(r.Replayed),
 		DeadLetteredBy: map[string]float64{},
+
+		ClientRejected:     float64(r.ClientRejected),
+		RateLimited:        float64(r.RateLimited),
+		SharedBudgetDenied: float64(r.SharedBudgetDenied),
+		Hedges:             float64(r.Hedges),
+		HedgeWins:          float64(r.HedgeWins),
 	}
 	for reason, n := range r.DeadLetteredBy {
 		f.DeadLetteredBy[reason] = float64(n)

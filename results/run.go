@@ -32,6 +32,13 @@ type Run struct {
 	TimedOut       int64 // attempts the sender gave up on
 	Lost           int64 // answers lost on the way back (response loss)
 
+	// The overload controls' counts (see Figures).
+	ClientRejected     int64 // attempts a client-side throttle rejected locally, without sending them
+	RateLimited        int64 // times an attempt waited for the client's rate limiter's token
+	SharedBudgetDenied int64 // retries denied by a budget shared by a group of senders
+	Hedges             int64 // hedged copies sent
+	HedgeWins          int64 // requests a hedged copy delivered
+
 	// Backlog counts the requests left to recover at the end of the last
 	// outage: created by then and neither delivered nor dead-lettered. It
 	// is nil without an outage, or when the outage outlasts the run.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -192,7 +193,7 @@ func (m Named) Get(name string) (float64, bool) {
 			return 0, false
 		}
 		if cur, ok = mm[part]; !ok {
-			return 0, strings.HasPrefix(name, "dead_lettered_by.") && strings.Count(name, ".") == 1
+			return 0, strings.HasPrefix(name, "dead_lettered_by.") && strings.Count(name, ".") == 1 || slices.Contains(ZeroWhenMissing, name)
 		}
 	}
 	x, ok := cur.(float64)

@@ -116,6 +116,11 @@ var summaryColumns = []struct {
 	{"replayed", func(f *Figures) *float64 { return &f.Replayed }},
 	{"backlog_at_outage_end", func(f *Figures) *float64 { return f.BacklogAtOutageEnd }},
 	{"dead_lettered_in_outage", func(f *Figures) *float64 { return &f.DeadLetteredInOutage }},
+	{"client_rejected", func(f *Figures) *float64 { return &f.ClientRejected }},
+	{"rate_limited", func(f *Figures) *float64 { return &f.RateLimited }},
+	{"shared_budget_denied", func(f *Figures) *float64 { return &f.SharedBudgetDenied }},
+	{"hedges", func(f *Figures) *float64 { return &f.Hedges }},
+	{"hedge_wins", func(f *Figures) *float64 { return &f.HedgeWins }},
 }
 
 // WriteSummaryCSV writes summary.csv: one row per strategy, a figure per

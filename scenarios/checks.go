@@ -62,7 +62,9 @@ var Figures = []string{
 	"responses_lost", "replayed", "recovered_runs",
 	"backlog_at_outage_end", "dead_lettered_in_outage", "nothing_left_runs",
 	"dead_lettered_by.not_retryable", "dead_lettered_by.max_attempts",
-	"dead_lettered_by.max_elapsed", "dead_lettered_by.budget",
+	"dead_lettered_by.max_elapsed", "dead_lettered_by.budget", "dead_lettered_by.breaker",
+	"dead_lettered_by.client_rejected", "dead_lettered_by.pushback",
+	"client_rejected", "rate_limited", "shared_budget_denied", "hedges", "hedge_wins",
 }
 
 // ServiceFigures lists the figures of one service of a graph that checks

@@ -174,7 +174,8 @@ func TestPolicy(t *testing.T) {
 	assert.True(t, byName["equal"].ShortCircuitIsAttempt)
 	assert.True(t, byName["equal"].Breaker.RetriesOnly)
 	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetTokens, MaxTokens: 10, TokenRatio: 0.1,
-		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1}, byName["decorrelated"].Budget)
+		Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1,
+		Percent: 20, MinConcurrency: 3, TTL: 10 * time.Second, MinPerSecond: 10}, byName["decorrelated"].Budget)
 	assert.Equal(t, strategies.BudgetQuota, byName["grpc"].Budget.Kind)
 	assert.Equal(t, strategies.ProportionalJitter{Base: time.Second, Cap: 120 * time.Second, Multiplier: 1.6, Factor: 0.2}, byName["grpc"].Backoff)
 	assert.Equal(t, strategies.DecorrelatedJitterV2{Base: time.Second, Cap: time.Minute}, byName["polly"].Backoff)
@@ -301,7 +302,8 @@ strategies:
 `))
 	require.NoError(t, err)
 	assert.Equal(t, &strategies.Budget{Kind: strategies.BudgetBucket, MaxTokens: 10, TokenRatio: 0.1, Capacity: 5,
-		RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1}, s.Strategies[0].Policy().Budget)
+		RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1, Deposit: 0.1, Cost: 1, Threshold: 1,
+		Percent: 20, MinConcurrency: 3, TTL: 10 * time.Second, MinPerSecond: 10}, s.Strategies[0].Policy().Budget)
 	b := s.Strategies[1].Policy().Budget
 	assert.Equal(t, 10.0, b.Capacity)
 	assert.Equal(t, 0.2, b.Deposit)
@@ -338,4 +340,63 @@ func TestPerSenderArrivals(t *testing.T) {
 	assert.Equal(t, 2.5, one.Rate)
 	assert.Equal(t, 5.0, one.Schedule[0].Rate)
 	assert.Equal(t, 20.0, s.Workload.Arrival.Schedule[0].Rate, "the scenario's own schedule is not changed")
+}
+
+func TestOverloadControlPolicies(t *testing.T) {
+	s, err := Parse("overload.yaml", []byte(`name: overload
+workload: {requests: 100, senders: 10}
+strategies:
+  - {name: sre, backoff: {kind: none}, max_attempts: 1, throttle: {kind: sre}}
+  - {name: failsafe, backoff: {kind: none}, max_attempts: 1, throttle: {kind: failsafe, success_threshold: 0.8}}
+  - {name: aws, backoff: {kind: full-jitter, base: 50ms, cap: 20s}, max_attempts: 3, throttle: {kind: aws-adaptive},
+     budget: {kind: quota, retry_cost: 14, timeout_cost: 14, throttling_cost: 5}}
+  - {name: envoy, backoff: {kind: none}, max_attempts: 3, budget: {kind: envoy, percent: 25, min_concurrency: 2, scope: fleet}}
+  - {name: finagle, backoff: {kind: none}, max_attempts: 3, budget: {kind: finagle, scope: group, group_size: 5, min_per_second: 0}}
+  - {name: deaf, backoff: {kind: none}, max_attempts: 3, ignore_pushback: true}
+`))
+	require.NoError(t, err)
+	p := func(i int) *strategies.Policy { return s.Strategies[i].Policy() }
+	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleSRE, K: 2, SuccessThreshold: 0.9, Window: 2 * time.Minute, MaxRejection: 1}, p(0).Throttle)
+	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleFailsafe, K: 2, SuccessThreshold: 0.8, Window: time.Minute, MaxRejection: 0.9}, p(1).Throttle)
+	assert.Equal(t, strategies.ThrottleAWSAdaptive, p(2).Throttle.Kind)
+	assert.Equal(t, 5.0, p(2).Budget.ThrottlingCost)
+	assert.Equal(t, 14.0, p(2).Budget.RetryCost)
+	e := p(3).Budget
+	assert.Equal(t, strategies.BudgetEnvoy, e.Kind)
+	assert.Equal(t, strategies.ScopeFleet, e.Scope)
+	assert.Equal(t, 25.0, e.Percent)
+	assert.Equal(t, 2, e.MinConcurrency)
+	f := p(4).Budget
+	assert.Equal(t, strategies.BudgetFinagle, f.Kind)
+	assert.Equal(t, strategies.ScopeGroup, f.Scope)
+	assert.Equal(t, 5, f.GroupSize)
+	assert.Equal(t, 10*time.Second, f.TTL)
+	assert.Negative(t, f.MinPerSecond, "min_per_second 0 is no reserve")
+	assert.True(t, p(5).IgnorePushback)
+	assert.False(t, p(0).IgnorePushback)
+
+	for _, tc := range []struct{ setting, want string }{
+		{"throttle: {kind: sre, k: 0.5}", "strategies[0].throttle.k: must be >= 1"},
+		{"throttle: {kind: sre, window: 0s}", "strategies[0].throttle.window: must be > 0"},
+		{"throttle: {kind: sre, max_rejection: 1.5}", "strategies[0].throttle.max_rejection: must be in (0,1]"},
+		{"throttle: {kind: failsafe, success_threshold: 0}", "strategies[0].throttle.success_threshold: must be in (0,1]"},
+		{"throttle: {kind: sre, success_threshold: 0.9}", "strategies[0].throttle.success_threshold: not used by sre (it uses k, window, max_rejection)"},
+		{"throttle: {kind: aws-adaptive, k: 3}", "strategies[0].throttle.k: not used by aws-adaptive (it uses on)"},
+		{"throttle: {kind: cubic}", `strategies[0].throttle.kind: unknown value "cubic" (want one of sre, failsafe, aws-adaptive)`},
+		{"budget: {kind: envoy, percent: 0}", "strategies[0].budget.percent: must be in (0,100]"},
+		{"budget: {kind: envoy, min_concurrency: 0}", "strategies[0].budget.min_concurrency: must be >= 1"},
+		{"budget: {kind: finagle, ttl: 0s}", "strategies[0].budget.ttl: must be > 0"},
+		{"budget: {kind: finagle, min_per_second: -1}", "strategies[0].budget.min_per_second: must be >= 0"},
+		{"budget: {kind: envoy, scope: proxy}", `strategies[0].budget.scope: unknown value "proxy" (want one of sender, fleet, group)`},
+		{"budget: {kind: envoy, scope: group}", "strategies[0].budget.group_size: scope group needs group_size >= 1"},
+		{"budget: {kind: envoy, group_size: 3}", "strategies[0].budget.group_size: only with scope: group"},
+		{"budget: {kind: envoy, scope: group, group_size: 11}", "strategies[0].budget.group_size: 11 senders a group, but the fleet has 10 (workload.senders)"},
+		{"budget: {kind: tokens, scope: fleet}", "strategies[0].budget.scope: not used by tokens"},
+		{"budget: {kind: quota, throttling_cost: -1}", "strategies[0].budget.throttling_cost: must be > 0, or 0 for the retry_cost"},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: bad\nworkload: {requests: 100, senders: 10}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 3, "+tc.setting+"}\n"))
+		require.Error(t, err, tc.setting)
+		assert.Contains(t, err.Error(), tc.want, tc.setting)
+		assert.Contains(t, err.Error(), "bad.yaml:4:", tc.setting)
+	}
 }

@@ -130,6 +130,10 @@ type Server struct {
 	// FailureProbability is the chance that an attempt fails with a 503
 	// on its own, as a flaky dependency; default 0.
 	FailureProbability float64 `yaml:"failure_probability"`
+	// FailurePushback, when set, is gRPC's grpc-retry-pushback-ms hint
+	// sent with every failure that FailureProbability makes (as
+	// RateLimit.Pushback with a 429). Default none.
+	FailurePushback *time.Duration `yaml:"failure_pushback"`
 	// Slowdown is added to the service time for each request already in
 	// service when one starts: base + Slowdown * in service. Default 0.
 	Slowdown time.Duration `yaml:"slowdown"`
@@ -280,6 +284,10 @@ type RateLimit struct {
 	// Format is how the hint is written: seconds (delta-seconds, the
 	// default) or http-date.
 	Format string `yaml:"format"`
+	// Pushback, when set, is gRPC's grpc-retry-pushback-ms hint sent
+	// with every 429: the wait before the retry, or, negative, do not
+	// retry. Default none.
+	Pushback *time.Duration `yaml:"pushback"`
 }
 
 func (r *RateLimit) setDefaults() {

@@ -28,6 +28,13 @@ type Strategy struct {
 	RetryAfter RetryAfter `yaml:"retry_after"`
 	Breaker    *Breaker   `yaml:"breaker"`
 	Budget     *Budget    `yaml:"budget"`
+	// Throttle is a client-side throttle in front of every attempt: kind
+	// sre, failsafe or aws-adaptive; default none.
+	Throttle *Throttle `yaml:"throttle"`
+	// IgnorePushback makes the senders ignore the server's gRPC pushback
+	// hints; default false: a hint is the wait before the next retry, and
+	// a negative one means do not retry.
+	IgnorePushback bool `yaml:"ignore_pushback"`
 	// Edges are the strategy's policies on the call edges of a service
 	// graph (see EdgeStrategy).
 	Edges Edges `yaml:"edges"`
@@ -191,11 +198,15 @@ func (b *Breaker) checkKeys(written map[string]*yaml.Node, fail func(key, msg st
 	checkKindKeys(b.Kind, breakerKeys, written, fail)
 }
 
-// Budget is a retry budget per sender: kind tokens (gRPC retry
-// throttling: max_tokens 10, token_ratio 0.1 by default), quota (the AWS
-// SDK's retry quota: capacity 500, retry_cost 5, timeout_cost 10,
-// no_retry_increment 1 by default) or bucket (Brooker's 2022 token
-// bucket: capacity 5, deposit 0.1, cost 1, threshold 1 by default).
+// Budget is a retry budget: kind tokens (gRPC retry throttling:
+// max_tokens 10, token_ratio 0.1 by default), quota (the AWS SDK's retry
+// quota: capacity 500, retry_cost 5, timeout_cost 10, throttling_cost
+// the retry_cost, no_retry_increment 1 by default) or bucket (Brooker's
+// 2022 token bucket: capacity 5, deposit 0.1, cost 1, threshold 1 by
+// default), each per sender; or envoy (Envoy's retry budget: percent 20,
+// min_concurrency 3) or finagle (Finagle's RetryBudget: percent 20, ttl
+// 10s, min_per_second 10), held per sender or, with scope fleet or group
+// (group_size senders each), shared.
 type Budget struct {
 	Kind             string  `yaml:"kind"`
 	MaxTokens        float64 `yaml:"max_tokens"`
@@ -207,13 +218,36 @@ type Budget struct {
 	Deposit          float64 `yaml:"deposit"`
 	Cost             float64 `yaml:"cost"`
 	Threshold        float64 `yaml:"threshold"`
+	// ThrottlingCost is the quota's cost of a retry after a 429; 0 (the
+	// default) means the retry_cost.
+	ThrottlingCost float64       `yaml:"throttling_cost"`
+	Percent        float64       `yaml:"percent"`
+	MinConcurrency int           `yaml:"min_concurrency"`
+	TTL            time.Duration `yaml:"ttl"`
+	MinPerSecond   float64       `yaml:"min_per_second"`
+	// Scope is sender (the default), fleet or group; GroupSize is the
+	// senders of a group.
+	Scope     string `yaml:"scope"`
+	GroupSize int    `yaml:"group_size"`
 }
 
+// The budget scopes.
+const (
+	ScopeSender = "sender"
+	ScopeFleet  = "fleet"
+	ScopeGroup  = "group"
+)
+
 var budgetKeys = map[string][]string{
-	"tokens": {"max_tokens", "token_ratio"},
-	"quota":  {"capacity", "retry_cost", "timeout_cost", "no_retry_increment"},
-	"bucket": {"capacity", "deposit", "cost", "threshold"},
+	"tokens":  {"max_tokens", "token_ratio"},
+	"quota":   {"capacity", "retry_cost", "timeout_cost", "throttling_cost", "no_retry_increment"},
+	"bucket":  {"capacity", "deposit", "cost", "threshold"},
+	"envoy":   {"percent", "min_concurrency", "scope", "group_size"},
+	"finagle": {"percent", "ttl", "min_per_second", "scope", "group_size"},
 }
+
+// Shared reports whether the budget is held by more than one sender.
+func (b *Budget) Shared() bool { return b != nil && b.Scope != "" && b.Scope != ScopeSender }
 
 // bucketCapacity is the default capacity of a bucket budget (the
 // quota's is Budget.setDefaults').
@@ -221,7 +255,8 @@ const bucketCapacity = 5
 
 func (b *Budget) setDefaults() {
 	*b = Budget{MaxTokens: 10, TokenRatio: 0.1, Capacity: 500, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1,
-		Deposit: 0.1, Cost: 1, Threshold: 1}
+		Deposit: 0.1, Cost: 1, Threshold: 1,
+		Percent: 20, MinConcurrency: 3, TTL: 10 * time.Second, MinPerSecond: 10, Scope: ScopeSender}
 }
 
 // checkKeys checks the keys that b's kind uses; it also gives a bucket
@@ -263,6 +298,11 @@ func (s Strategy) Policy() *strategies.Policy {
 	}
 	if b := s.Budget; b != nil {
 		kind, _ := strategies.ParseBudgetKind(b.Kind)
+		scope, _ := strategies.ParseScope(b.Scope)
+		minPerSecond := b.MinPerSecond
+		if minPerSecond == 0 {
+			minPerSecond = -1 // none: strategies reads 0 as its default
+		}
 		p.Budget = &strategies.Budget{
 			Kind:             kind,
 			MaxTokens:        b.MaxTokens,
@@ -274,9 +314,78 @@ func (s Strategy) Policy() *strategies.Policy {
 			Deposit:          b.Deposit,
 			Cost:             b.Cost,
 			Threshold:        b.Threshold,
+			ThrottlingCost:   b.ThrottlingCost,
+			Percent:          b.Percent,
+			MinConcurrency:   b.MinConcurrency,
+			TTL:              b.TTL,
+			MinPerSecond:     minPerSecond,
+			Scope:            scope,
+			GroupSize:        b.GroupSize,
 		}
 	}
+	if t := s.Throttle; t != nil {
+		kind, _ := strategies.ParseThrottleKind(t.Kind)
+		p.Throttle = &strategies.Throttle{
+			Kind:             kind,
+			K:                t.K,
+			SuccessThreshold: t.SuccessThreshold,
+			Window:           t.Window,
+			MaxRejection:     t.MaxRejection,
+			On:               outcomeSet(t.On),
+		}
+	}
+	p.IgnorePushback = s.IgnorePushback
 	return p
+}
+
+// Throttle is a client-side throttle per sender: kind sre (Google's SRE
+// book: k 2, window 2m, max_rejection 1 by default), failsafe
+// (failsafe-go's adaptive throttler: success_threshold 0.9, window 1m,
+// max_rejection 0.9) or aws-adaptive (the AWS SDKs' CUBIC rate limiter;
+// on lists the outcomes that count as throttles, default 429).
+type Throttle struct {
+	Kind             string        `yaml:"kind"`
+	K                float64       `yaml:"k"`
+	SuccessThreshold float64       `yaml:"success_threshold"`
+	Window           time.Duration `yaml:"window"`
+	MaxRejection     float64       `yaml:"max_rejection"`
+	On               []string      `yaml:"on"`
+}
+
+// The throttle kinds.
+const (
+	ThrottleSRE         = "sre"
+	ThrottleFailsafe    = "failsafe"
+	ThrottleAWSAdaptive = "aws-adaptive"
+)
+
+var throttleKeys = map[string][]string{
+	ThrottleSRE:         {"k", "window", "max_rejection"},
+	ThrottleFailsafe:    {"success_threshold", "window", "max_rejection"},
+	ThrottleAWSAdaptive: {"on"},
+}
+
+func (t *Throttle) setDefaults() {
+	t.K = 2
+	t.SuccessThreshold = 0.9
+}
+
+// checkKeys checks the keys that t's kind uses, and gives the window and
+// the rejection cap their kind's defaults when the file wrote none.
+func (t *Throttle) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	checkKindKeys(t.Kind, throttleKeys, written, fail)
+	if _, ok := written["window"]; !ok {
+		t.Window = 2 * time.Minute
+		if t.Kind == ThrottleFailsafe {
+			t.Window = time.Minute
+		}
+	}
+	if _, ok := written["max_rejection"]; !ok {
+		t.MaxRejection = 1
+		if t.Kind == ThrottleFailsafe {
+			t.MaxRejection = 0.9
+		}
+	}
 }
 
 // outcomeSet converts validated outcome names to a set; none gives the

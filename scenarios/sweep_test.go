@@ -413,7 +413,7 @@ func TestWithErrors(t *testing.T) {
 			errs = append(errs, e.Error())
 		}
 		assert.Equal(t, []string{
-			"testdata/valid/everything.yaml:9:3: server.typo: unknown field (want one of concurrency, drop_expired, failure_probability, idempotency, model, outages, queue, rate_limit, response_loss, service_time, slowdown, warmup)",
+			"testdata/valid/everything.yaml:9:3: server.typo: unknown field (want one of concurrency, drop_expired, failure_probability, failure_pushback, idempotency, model, outages, queue, rate_limit, response_loss, service_time, slowdown, warmup)",
 			"testdata/valid/everything.yaml:13:30: server.outages[0].duration: must be > 0, got -5s",
 			`testdata/valid/everything.yaml:37:14: strategies[1].backoff: want a mapping, got "fast"`,
 		}, errs)
@@ -518,7 +518,7 @@ func TestPointsErrors(t *testing.T) {
 		{"every point fails the same way", []Vary{
 			{Path: "server.typo", Values: []string{"1", "2"}},
 		}, []string{
-			"testdata/valid/everything.yaml:9:3: server.typo: unknown field (want one of concurrency, drop_expired, failure_probability, idempotency, model, outages, queue, rate_limit, response_loss, service_time, slowdown, warmup)",
+			"testdata/valid/everything.yaml:9:3: server.typo: unknown field (want one of concurrency, drop_expired, failure_probability, failure_pushback, idempotency, model, outages, queue, rate_limit, response_loss, service_time, slowdown, warmup)",
 		}},
 		{"a path that leads nowhere is reported once", []Vary{
 			{Path: "seed", Values: []string{"1", "2"}},

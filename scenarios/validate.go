@@ -188,6 +188,13 @@ func (s *Scenario) Validate() error {
 			seen[st.Name] = i
 		}
 		st.validate(&p, path)
+		if b := st.Budget; b.Shared() && b.Scope == ScopeGroup && b.GroupSize > 0 {
+			if fleet := s.Workload.Senders; fleet > 0 && b.GroupSize > fleet {
+				p.add(path+".budget.group_size", "%d senders a group, but the fleet has %d (workload.senders): use scope fleet, or a smaller group", b.GroupSize, fleet)
+			} else if fleet == 0 && s.Workload.Requests > 0 && b.GroupSize > s.Workload.Requests {
+				p.add(path+".budget.group_size", "%d senders a group, but the fleet has %d (one sender per request): use scope fleet, or a smaller group", b.GroupSize, s.Workload.Requests)
+			}
+		}
 		if st.MaxAttempts == 0 && st.Backoff.Kind == BackoffNone && s.Network.Latency == nil {
 			p.add(path+".max_attempts", "backoff none with unlimited attempts and no network latency retries forever at the same instant: set max_attempts")
 		}
@@ -236,6 +243,9 @@ func (s *Server) validate(p *problems, path string, replicas int, cache bool) {
 		}
 	}
 	p.probability(path+".failure_probability", s.FailureProbability)
+	if s.FailurePushback != nil && s.FailureProbability == 0 {
+		p.add(path+".failure_pushback", "no failure carries it: set failure_probability, or leave it out")
+	}
 	p.nonNegative(path+".slowdown", s.Slowdown)
 	if s.Warmup != (Warmup{}) {
 		p.positive(path+".warmup.duration", s.Warmup.Duration)
@@ -371,6 +381,32 @@ func (s *Strategy) validate(p *problems, path string) {
 	if b := s.Budget; b != nil {
 		b.validate(p, path+".budget")
 	}
+	if t := s.Throttle; t != nil {
+		t.validate(p, path+".throttle")
+	}
+}
+
+func (t *Throttle) validate(p *problems, path string) {
+	if !p.oneOf(path+".kind", t.Kind, ThrottleSRE, ThrottleFailsafe, ThrottleAWSAdaptive) {
+		return
+	}
+	switch t.Kind {
+	case ThrottleSRE:
+		if t.K < 1 {
+			p.add(path+".k", "must be >= 1 (the SRE book's 2 rejects nothing until half the requests fail), got %v", t.K)
+		}
+	case ThrottleFailsafe:
+		if t.SuccessThreshold <= 0 || t.SuccessThreshold > 1 {
+			p.add(path+".success_threshold", "must be in (0,1] (failsafe-go's 0.9 rejects below 90%% successes), got %v", t.SuccessThreshold)
+		}
+	case ThrottleAWSAdaptive:
+		outcomes(p, path+".on", t.On)
+		return
+	}
+	p.positive(path+".window", t.Window)
+	if t.MaxRejection <= 0 || t.MaxRejection > 1 {
+		p.add(path+".max_rejection", "must be in (0,1], got %v", t.MaxRejection)
+	}
 }
 
 func (b *Backoff) validate(p *problems, path string) {
@@ -442,13 +478,36 @@ func (b *Breaker) validate(p *problems, path string) {
 }
 
 func (b *Budget) validate(p *problems, path string) {
-	if !p.oneOf(path+".kind", b.Kind, "tokens", "quota", "bucket") {
+	if !p.oneOf(path+".kind", b.Kind, "tokens", "quota", "bucket", "envoy", "finagle") {
 		return
 	}
 	positive := func(key string, x float64) {
 		if x <= 0 {
 			p.add(path+"."+key, "must be > 0, got %v", x)
 		}
+	}
+	if b.Kind == "envoy" || b.Kind == "finagle" {
+		if b.Percent <= 0 || b.Percent > 100 {
+			p.add(path+".percent", "must be in (0,100], got %v", b.Percent)
+		}
+		if b.Kind == "envoy" && b.MinConcurrency < 1 {
+			p.add(path+".min_concurrency", "must be >= 1, got %d", b.MinConcurrency)
+		}
+		if b.Kind == "finagle" {
+			p.positive(path+".ttl", b.TTL)
+			if b.MinPerSecond < 0 {
+				p.add(path+".min_per_second", "must be >= 0, got %v", b.MinPerSecond)
+			}
+		}
+		if p.oneOf(path+".scope", b.Scope, ScopeSender, ScopeFleet, ScopeGroup) {
+			switch {
+			case b.Scope == ScopeGroup && b.GroupSize < 1:
+				p.add(path+".group_size", "scope group needs group_size >= 1: the senders that share one budget (a proxy's), got %d", b.GroupSize)
+			case b.Scope != ScopeGroup && b.GroupSize != 0:
+				p.add(path+".group_size", "only with scope: group (scope is %s)", b.Scope)
+			}
+		}
+		return
 	}
 	if b.Kind == "bucket" {
 		positive("capacity", b.Capacity)
@@ -469,6 +528,9 @@ func (b *Budget) validate(p *problems, path string) {
 	positive("capacity", b.Capacity)
 	positive("retry_cost", b.RetryCost)
 	positive("timeout_cost", b.TimeoutCost)
+	if b.ThrottlingCost < 0 {
+		p.add(path+".throttling_cost", "must be > 0, or 0 for the retry_cost, got %v", b.ThrottlingCost)
+	}
 	if b.NoRetryIncrement < 0 {
 		p.add(path+".no_retry_increment", "must be >= 0, got %v", b.NoRetryIncrement)
 	}

@@ -15,15 +15,20 @@ type edge struct {
 	caller int // the calling service, -1 for the fleet
 	callee int
 	cfg    *scenarios.Call // nil for the fleet's
-	// senders hold each caller's breaker and budget: per replica of the
-	// calling service (per sender of the fleet); nil without either.
+	// senders hold each caller's breaker, budget and throttle: per
+	// replica of the calling service (per sender of the fleet); nil
+	// without any. groups hands out the budgets they share.
 	senders []strategies.Sender
+	groups  *strategies.Groups
 }
 
 func newEdge(p *strategies.Policy, caller, callee int, cfg *scenarios.Call, replicas int) edge {
-	e := edge{policy: p, caller: caller, callee: callee, cfg: cfg}
-	if caller >= 0 && (p.Breaker != nil || p.Budget != nil) {
+	e := edge{policy: p, caller: caller, callee: callee, cfg: cfg, groups: strategies.NewGroups(p)}
+	if caller >= 0 && p.PerSender() {
 		e.senders = make([]strategies.Sender, replicas)
+		for i := range e.senders {
+			e.groups.Join(&e.senders[i], i)
+		}
 	}
 	return e
 }
@@ -105,13 +110,21 @@ func (g *graph) try(c int32) {
 	permit, d, ok := e.policy.Begin(e.sender(cl.sender), &cl.retry, g.now, g.rRetry)
 	if !ok {
 		if cl.job < 0 {
-			g.run.ShortCircuited++
-			g.run.Series[g.current()].ShortCircuited++
+			switch d.Local {
+			case strategies.ShortCircuit:
+				g.run.ShortCircuited++
+				g.run.Series[g.current()].ShortCircuited++
+			case strategies.Rejected:
+				g.run.ClientRejected++
+			case strategies.RateWait:
+				g.run.RateLimited++
+			}
 		}
 		g.decide(c, d)
 		return
 	}
 	cl.permit = permit
+	cl.hint = 0 // an earlier attempt's hint is none for this one
 	g.run.Edges[cl.edge].Attempts++
 	cl.state = stInFlight
 	cl.tag++
@@ -205,15 +218,24 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 		s.cache.Fill(g.now, cl.key, g.rCache)
 	}
 	res := strategies.Result{Outcome: o}
-	if o == strategies.TooManyRequests && cl.hint > 0 {
+	switch {
+	case o == strategies.TooManyRequests && cl.hint > 0:
 		res.RetryAfter = retryAfterWait(int64(cl.hint-1), s.format, g.now)
 		res.HasRetryAfter = true
-		cl.hint = 0
+		if h := s.cfg.RateLimit.Pushback; h != nil {
+			res.Pushback, res.HasPushback = *h, true
+		}
+	case o == strategies.ServerError && cl.hint == failureHint:
+		res.Pushback, res.HasPushback = *s.cfg.FailurePushback, true
 	}
+	cl.hint = 0
 	if cl.job < 0 && o != strategies.Success {
 		g.run.Series[g.current()].Failed++
 	}
 	d := e.policy.Done(e.sender(cl.sender), &cl.retry, cl.permit, g.now, res, g.rRetry)
+	if d.Reason == strategies.BudgetDenied && cl.job < 0 && e.policy.Budget.Shared() {
+		g.run.SharedBudgetDenied++
+	}
 	cl.state = stWaiting
 	g.decide(c, d)
 }
@@ -339,6 +361,9 @@ func (g *graph) cancelCalls(j int32) {
 		cl := &g.calls[c]
 		if cl.state == stInFlight && cl.replica >= 0 {
 			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+		}
+		if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
+			e.policy.Cancel(e.sender(cl.sender), &cl.retry, cl.state == stInFlight && cl.replica >= 0)
 		}
 		cl.tag++ // every event of the call is now stale
 		cl.state = stFree

@@ -26,9 +26,12 @@ func newFleet(sc *scenarios.Scenario, e *edge) fleet {
 	if f.arrival.Kind == scenarios.Poisson && f.limit == 0 {
 		f.limit = -1
 	}
-	if e.policy.Breaker != nil || e.policy.Budget != nil {
+	if e.policy.PerSender() {
 		if f.senders > 0 {
 			e.senders = make([]strategies.Sender, f.senders)
+			for i := range e.senders {
+				e.groups.Join(&e.senders[i], i)
+			}
 		} else {
 			f.perRequest = true
 			e.senders = []strategies.Sender{}
@@ -121,6 +124,7 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 	e := &g.edges[0]
 	if f.perRequest {
 		e.senders = append(e.senders, strategies.Sender{})
+		e.groups.Join(&e.senders[len(e.senders)-1], len(e.senders)-1)
 	}
 	c := int32(len(g.calls))
 	g.calls = append(g.calls, call{id: g.nextID(), job: -1, sibling: -1, created: g.now, deadline: noDeadline, outer: noDeadline,

@@ -106,6 +106,9 @@ func (g *graph) atService(j int32) {
 		return
 	}
 	if p := cfg.FailureProbability; p > 0 && g.rFault.Float64() < p {
+		if waiting && cfg.FailurePushback != nil {
+			cl.hint = failureHint
+		}
 		g.answer(j, strategies.ServerError)
 		return
 	}

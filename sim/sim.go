@@ -366,6 +366,11 @@ func aggregate(figs []results.Figures) (mean, ci results.Figures) {
 	plain(func(f *results.Figures) *float64 { return &f.TimedOut })
 	plain(func(f *results.Figures) *float64 { return &f.Lost })
 	plain(func(f *results.Figures) *float64 { return &f.Replayed })
+	plain(func(f *results.Figures) *float64 { return &f.ClientRejected })
+	plain(func(f *results.Figures) *float64 { return &f.RateLimited })
+	plain(func(f *results.Figures) *float64 { return &f.SharedBudgetDenied })
+	plain(func(f *results.Figures) *float64 { return &f.Hedges })
+	plain(func(f *results.Figures) *float64 { return &f.HedgeWins })
 	optional(func(f *results.Figures) **float64 { return &f.PeakLoadRatio })
 	// Recovery is averaged over the runs that recovered from a backlog:
 	// the vacuous 0 s of a run that left nothing to recover is no speed

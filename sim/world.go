@@ -173,8 +173,15 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	if w.policy.Breaker != nil {
 		w.permits = make([]strategies.Permit, 0, capacity)
 	}
-	if sc.Server.RateLimit != nil {
+	if rl := sc.Server.RateLimit; rl != nil {
 		w.hints = make([]uint32, 0, capacity)
+		w.rateHint = rl.Pushback
+	}
+	if h := sc.Server.FailurePushback; h != nil {
+		w.failHint = h
+		if w.hints == nil {
+			w.hints = make([]uint32, 0, capacity)
+		}
 	}
 	if w.workers > 0 {
 		w.next = make([]int32, 0, capacity)
@@ -183,12 +190,14 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		w.occ = true
 		w.versions = make([]int64, 0, capacity)
 	}
-	needSenders := w.policy.Breaker != nil || w.policy.Budget != nil || w.workers > 0
-	if needSenders {
+	w.sharedBudget = w.policy.Budget.Shared()
+	if w.policy.PerSender() || w.workers > 0 {
+		w.groups = strategies.NewGroups(w.policy)
 		if n := sc.Workload.Senders; n > 0 {
 			w.senders = make([]sender, n)
 			for i := range w.senders {
 				w.senders[i].pool = NewPool()
+				w.groups.Join(&w.senders[i].retry, i)
 			}
 		} else {
 			w.perRequest = true

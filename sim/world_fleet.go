@@ -16,6 +16,10 @@ type workload struct {
 	limit      int               // requests to create, -1: no limit (poisson without a cap)
 	stream     scenarios.Arrival // with a poisson stream per sender: one sender's
 	delayed    int               // requests waiting for their backoff now
+	groups     *strategies.Groups
+	// sharedBudget is set when the strategy's budget is held by a group
+	// of senders: its denials are counted.
+	sharedBudget bool
 }
 
 // sender is one sender's state beyond the strategy's: its dispatcher.
@@ -41,6 +45,7 @@ func (w *world) newRequestFrom(s int32) {
 	i := int32(len(w.reqs))
 	if w.perRequest {
 		w.senders = append(w.senders, sender{pool: NewPool()})
+		w.groups.Join(&w.senders[len(w.senders)-1].retry, len(w.senders)-1)
 	}
 	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
 	if w.permits != nil {
@@ -76,8 +81,15 @@ func (w *world) try(i int32) {
 	}
 	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
 	if !ok {
-		w.run.ShortCircuited++
-		w.current().ShortCircuited++
+		switch d.Local {
+		case strategies.ShortCircuit:
+			w.run.ShortCircuited++
+			w.current().ShortCircuited++
+		case strategies.Rejected:
+			w.run.ClientRejected++
+		case strategies.RateWait:
+			w.run.RateLimited++
+		}
 		w.free(i, d)
 		w.decide(i, d)
 		return
@@ -89,6 +101,9 @@ func (w *world) try(i int32) {
 	r.tag++
 	r.sentAt = w.now
 	r.arrived = -1
+	if w.failHint != nil {
+		w.hints[i] = 0 // an earlier attempt's mark is no hint for this one
+	}
 	if w.occ {
 		w.q.push(w.now+w.latency.sample(w.rNet), evOCCRead, i, r.tag)
 		return
@@ -174,6 +189,13 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 		res.HasRetryAfter = true
 		w.hints[i] = 0
 	}
+	switch {
+	case o == strategies.TooManyRequests && w.rateHint != nil:
+		res.Pushback, res.HasPushback = *w.rateHint, true
+	case o == strategies.ServerError && w.failHint != nil && w.hints[i] == failureHint:
+		res.Pushback, res.HasPushback = *w.failHint, true
+		w.hints[i] = 0
+	}
 	if o != strategies.Success {
 		w.current().Failed++
 	}
@@ -186,6 +208,9 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 		permit = w.permits[i]
 	}
 	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+	if d.Reason == strategies.BudgetDenied && w.sharedBudget {
+		w.run.SharedBudgetDenied++
+	}
 	r.state = stWaiting
 	w.free(i, d)
 	w.decide(i, d)

@@ -21,6 +21,9 @@ type serverModel struct {
 	tokensAt   time.Duration
 	hintFormat strategies.RetryAfterFormat
 	outages    []scenarios.Outage
+	// pushback hints (see scenarios.RateLimit.Pushback and
+	// Server.FailurePushback); a failure's is marked in hints
+	rateHint, failHint *time.Duration
 
 	// the queue over the current bucket (see queueChange and sample)
 	queueAt   time.Duration // since when its length has not changed
@@ -90,6 +93,9 @@ func (w *world) atServer(i, tag int32) {
 		return
 	}
 	if srv.FailureProbability > 0 && w.rFault.Float64() < srv.FailureProbability {
+		if w.failHint != nil {
+			w.hints[i] = failureHint
+		}
 		w.reply(i, tag, strategies.ServerError)
 		return
 	}
@@ -111,6 +117,10 @@ func (w *world) atServer(i, tag int32) {
 	w.queueMax = max(w.queueMax, w.queue.len())
 	w.expire(i, tag)
 }
+
+// failureHint marks, in hints, a 5xx of the failure probability that
+// carries the failure pushback.
+const failureHint = math.MaxUint32
 
 // outage returns the outage in force at t, if any.
 func (w *world) outage(t time.Duration) (scenarios.Outage, bool) {

@@ -141,7 +141,7 @@ type Budget struct {
 	// TTL is BudgetFinagle's window; 0 means 10s.
 	TTL time.Duration
 	// MinPerSecond is BudgetFinagle's reserve, in retries a second over
-	// TTL; 0 means 10.
+	// TTL; 0 means 10, a negative value none.
 	MinPerSecond float64
 	// Scope says which senders hold the budget together; GroupSize is
 	// the size of a ScopeGroup group. Only BudgetEnvoy and BudgetFinagle

@@ -133,14 +133,14 @@ type Reason uint8
 
 // The reasons for giving up on a request.
 const (
-	NoReason      Reason = iota // not dead-lettered
-	NotRetryable                // the outcome is not in RetryOn (a 4xx, by default)
-	MaxAttempts                 // MaxAttempts attempts were made
-	MaxElapsed                  // the next retry would start after MaxElapsed
-	BudgetDenied                // the retry budget denied the retry
-	BreakerDenied               // a cumulative retry breaker denied the retry
-	ClientRejected              // the throttle rejected the last attempt locally, and it was the last allowed
-	PushbackDenied              // the server's pushback said not to retry
+	NoReason       Reason = iota // not dead-lettered
+	NotRetryable                 // the outcome is not in RetryOn (a 4xx, by default)
+	MaxAttempts                  // MaxAttempts attempts were made
+	MaxElapsed                   // the next retry would start after MaxElapsed
+	BudgetDenied                 // the retry budget denied the retry
+	BreakerDenied                // a cumulative retry breaker denied the retry
+	ClientRejected               // the throttle rejected the last attempt locally, and it was the last allowed
+	PushbackDenied               // the server's pushback said not to retry
 	numReasons
 )
 
@@ -170,7 +170,7 @@ const (
 	NotLocal     Local = iota // an attempt was made
 	ShortCircuit              // the breaker is open
 	Rejected                  // the throttle rejected the attempt locally: it counts as one
-	RateWait                  // the rate limiter has no token: ask again after Decision.Wait
+	RateWait                  // the client's rate limiter has no token: ask again after Decision.Wait (no attempt is used)
 )
 
 // Decision is what a driver does next with a request.
@@ -187,10 +187,14 @@ type Decision struct {
 // Begin asks whether request q of sender s may make an attempt at now.
 //
 // When ok is true the driver sends the attempt and later reports its
-// result to Done with the returned Permit. When ok is false the sender's
-// breaker is open (a RetriesOnly breaker never stops a first attempt): no attempt is made (it is a short-circuit), and the
-// Decision says to wait for the next backoff delay, as if the attempt had
-// failed at once, or to dead-letter the request.
+// result to Done with the returned Permit. When ok is false no attempt
+// goes, and Decision.Local says why: the sender's breaker is open
+// (ShortCircuit; a RetriesOnly breaker never stops a first attempt), its
+// throttle rejected the attempt (Rejected, which counts as an attempt),
+// or its rate limiter has no token yet (RateWait: ask again after
+// Decision.Wait; neither an attempt nor a backoff step is used). For the
+// first two the Decision says to wait for the next backoff delay, as if
+// the attempt had failed at once, or to dead-letter the request.
 func (p *Policy) Begin(s *Sender, q *Request, now time.Duration, r *rand.Rand) (Permit, Decision, bool) {
 	if q.Attempts == 0 && q.Backoff.K == 0 {
 		q.First = now

@@ -312,8 +312,10 @@ func TestPolicyThrottleRejectsLocally(t *testing.T) {
 }
 
 func TestPolicyRateLimiterWaits(t *testing.T) {
-	// An AWS adaptive client after a throttle: the attempt waits for its
-	// token, and the wait uses no attempt and no backoff step.
+	// An AWS adaptive client after a throttle: an attempt without a
+	// token waits for one and asks again; the wait uses no attempt and
+	// no backoff step. A second waiter is told to come back a token
+	// later.
 	p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 3, Throttle: &Throttle{Kind: ThrottleAWSAdaptive}}
 	var sd Sender
 	r := rand.New(rand.NewPCG(1, 1))
@@ -326,8 +328,12 @@ func TestPolicyRateLimiterWaits(t *testing.T) {
 	assert.InDelta(t, 1, d.Wait.Seconds(), 0.01, "half a token came in the second since the throttle, at 0.5/s: half is missing")
 	assert.Equal(t, int32(1), q.Attempts)
 	assert.Equal(t, int32(1), q.Backoff.K, "the backoff did not move")
+	var q2 Request
+	_, d2, ok := p.Begin(&sd, &q2, s, r)
+	require.False(t, ok)
+	assert.InDelta(t, 3, d2.Wait.Seconds(), 0.01, "second in line: 1.5 tokens missing at 0.5/s")
 	_, _, ok = p.Begin(&sd, &q, s+d.Wait, r)
-	assert.True(t, ok)
+	assert.True(t, ok, "the first waiter's token has come")
 }
 
 func TestPolicyPushback(t *testing.T) {

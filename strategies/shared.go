@@ -160,7 +160,7 @@ func (b *Budget) balance(sh *SharedBudget, now time.Duration) int64 {
 	for _, x := range sh.slices {
 		n += x
 	}
-	reserve := int64(def(b.MinPerSecond, 10) * b.ttl().Seconds() * float64(b.withdrawal()))
+	reserve := int64(max(def(b.MinPerSecond, 10), 0) * b.ttl().Seconds() * float64(b.withdrawal()))
 	return n + reserve
 }
 

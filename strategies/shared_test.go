@@ -67,7 +67,7 @@ func TestBudgetEnvoy(t *testing.T) {
 	rows = append(rows, repeatShared(14, sharedStep{event: "first", allowed: 3}, 0)...) // 14 x 0.2 < 3
 	rows = append(rows, repeatShared(5, sharedStep{event: "first", allowed: 3}, 0)...)  // 19 x 0.2 = 3.8: 3
 	rows = append(rows, repeatShared(5, sharedStep{event: "first", allowed: 4}, 0)...)  // 20..24: 4
-	rows = append(rows, sharedStep{event: "first", allowed: 5})                          // 25: 5
+	rows = append(rows, sharedStep{event: "first", allowed: 5})                         // 25: 5
 	rows = append(rows, repeatShared(5, sharedStep{event: "acquire", ok: true, allowed: 4}, -1)...)
 	rows = append(rows, sharedStep{event: "acquire", ok: false, allowed: 0}) // the sixth is denied
 	// A retry's attempt goes out: 26 in flight still allow 5.

@@ -117,6 +117,7 @@ type cubicState struct {
 	timeWindow     float64 // seconds from a throttle until the rate is lastMaxRate again
 	tokens         float64
 	capacity       float64
+	waiting        int64   // the attempts told to wait (see Admit)
 	requests       int64   // attempts in the measuring bucket so far
 	lastBucket     float64 // the measuring bucket (half seconds), in seconds
 	lastRefilled   time.Duration
@@ -133,6 +134,14 @@ const (
 // it may. Otherwise a positive wait says how long to wait before asking
 // again (ThrottleAWSAdaptive: no token yet), and a zero wait that the
 // attempt is rejected locally (ThrottleSRE, ThrottleFailsafe).
+//
+// The SDKs' limiter tells every caller without a token to sleep until one
+// should be there, (1 - tokens) / rate, so that all its waiters wake
+// together and one wins. Here each waiter is told to come back when its
+// place in the line would be served, (waiters - tokens) / rate, so that
+// about one wakes for each token, and a million waiters do not all wake
+// for every one. Whoever asks when a token is there takes it, as in the
+// SDK, and the waits follow the rate when it changes.
 func (t *Throttle) Admit(s *ThrottleState, now time.Duration, r *rand.Rand) (wait time.Duration, ok bool) {
 	switch t.Kind {
 	case ThrottleSRE, ThrottleFailsafe:
@@ -149,11 +158,14 @@ func (t *Throttle) Admit(s *ThrottleState, now time.Duration, r *rand.Rand) (wai
 			return 0, true
 		}
 		c.refill(now)
-		if c.tokens < cubicRequestCost {
-			secs := (cubicRequestCost - c.tokens) / c.fillRate
-			return max(time.Duration(math.Ceil(secs*float64(time.Second))), 1), false
+		if c.tokens >= cubicRequestCost {
+			c.tokens -= cubicRequestCost
+			c.waiting = max(c.waiting-1, 0)
+			return 0, true
 		}
-		c.tokens -= cubicRequestCost
+		c.waiting++
+		secs := (float64(c.waiting)*cubicRequestCost - c.tokens) / c.fillRate
+		return max(time.Duration(math.Ceil(secs*float64(time.Second))), 1), false
 	}
 	return 0, true
 }
@@ -272,7 +284,7 @@ func (c *cubicState) refill(now time.Duration) {
 		c.lastRefilled = now
 		return
 	}
-	c.tokens = min(c.tokens+(now - c.lastRefilled).Seconds()*c.fillRate, c.capacity)
+	c.tokens = min(c.tokens+(now-c.lastRefilled).Seconds()*c.fillRate, c.capacity)
 	c.lastRefilled = now
 }
 

@@ -68,26 +68,26 @@ func TestThrottleSRE(t *testing.T) {
 	th := &strategies.Throttle{Kind: strategies.ThrottleSRE, K: 2, Window: 20 * time.Second}
 	s := time.Second
 	runThrottleSteps(t, th, []throttleStep{
-		{at: 0, event: "admit-low", ok: true, req: 1, p: 1.0 / 2},                 // nothing seen: p was 0, no draw rejects
-		{at: 0, event: "accept", req: 1, acc: 1, p: 0},                            // 1 - 2 < 0
-		{at: s, event: "admit-low", ok: true, req: 2, acc: 1, p: 0},               // 2 - 2 = 0
-		{at: s, event: "fail", req: 2, acc: 1, p: 0},                              // a failure is no accept
-		{at: 2 * s, event: "admit-low", ok: true, req: 3, acc: 1, p: 1.0 / 4},     // p was 0: it goes
-		{at: 2 * s, event: "fail", req: 3, acc: 1, p: 1.0 / 4},                    // (3 - 2) / 4
-		{at: 3 * s, event: "admit-low", ok: false, req: 4, acc: 1, p: 2.0 / 5},    // rejected locally: still a request
-		{at: 3 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},    // a high draw goes
-		{at: 4 * s, event: "accept", req: 5, acc: 2, p: 1.0 / 6},                  // (5 - 4) / 6
-		{at: 20 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},   // t = 0 left the window
-		{at: 21 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},   // t = 1 s left, a new one came
-		{at: 41 * s, event: "admit-high", ok: true, req: 1, acc: 0, p: 1.0 / 2},   // everything left
-		{at: 100 * s, event: "admit-low", ok: true, req: 1, acc: 0, p: 1.0 / 2},   // an empty window rejects nothing
-		{at: 100 * s, event: "admit-low", ok: false, req: 2, acc: 0, p: 2.0 / 3},  // (1 - 0) / 2 > 0: a low draw rejects
-		{at: 100 * s, event: "admit-high", ok: true, req: 3, acc: 0, p: 3.0 / 4},  // never certain: (n) / (n + 1)
-		{at: 100 * s, event: "accept", req: 3, acc: 1, p: 1.0 / 4},                // (3 - 2) / 4
-		{at: 100 * s, event: "accept", req: 3, acc: 2, p: 0},                      // K x accepts covers the requests
-		{at: 100 * s, event: "admit-low", ok: true, req: 4, acc: 2, p: 0},         // 4 - 4 = 0
-		{at: 100 * s, event: "admit-low", ok: true, req: 5, acc: 2, p: 1.0 / 6},   // p was (4 - 4) / 5 = 0: it goes
-		{at: 100 * s, event: "admit-high", ok: true, req: 6, acc: 2, p: 2.0 / 7},  // the requests grow, the probability with them
+		{at: 0, event: "admit-low", ok: true, req: 1, p: 1.0 / 2},                // nothing seen: p was 0, no draw rejects
+		{at: 0, event: "accept", req: 1, acc: 1, p: 0},                           // 1 - 2 < 0
+		{at: s, event: "admit-low", ok: true, req: 2, acc: 1, p: 0},              // 2 - 2 = 0
+		{at: s, event: "fail", req: 2, acc: 1, p: 0},                             // a failure is no accept
+		{at: 2 * s, event: "admit-low", ok: true, req: 3, acc: 1, p: 1.0 / 4},    // p was 0: it goes
+		{at: 2 * s, event: "fail", req: 3, acc: 1, p: 1.0 / 4},                   // (3 - 2) / 4
+		{at: 3 * s, event: "admit-low", ok: false, req: 4, acc: 1, p: 2.0 / 5},   // rejected locally: still a request
+		{at: 3 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},   // a high draw goes
+		{at: 4 * s, event: "accept", req: 5, acc: 2, p: 1.0 / 6},                 // (5 - 4) / 6
+		{at: 20 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},  // t = 0 left the window
+		{at: 21 * s, event: "admit-high", ok: true, req: 5, acc: 1, p: 3.0 / 6},  // t = 1 s left, a new one came
+		{at: 41 * s, event: "admit-high", ok: true, req: 1, acc: 0, p: 1.0 / 2},  // everything left
+		{at: 100 * s, event: "admit-low", ok: true, req: 1, acc: 0, p: 1.0 / 2},  // an empty window rejects nothing
+		{at: 100 * s, event: "admit-low", ok: false, req: 2, acc: 0, p: 2.0 / 3}, // (1 - 0) / 2 > 0: a low draw rejects
+		{at: 100 * s, event: "admit-high", ok: true, req: 3, acc: 0, p: 3.0 / 4}, // never certain: (n) / (n + 1)
+		{at: 100 * s, event: "accept", req: 3, acc: 1, p: 1.0 / 4},               // (3 - 2) / 4
+		{at: 100 * s, event: "accept", req: 3, acc: 2, p: 0},                     // K x accepts covers the requests
+		{at: 100 * s, event: "admit-low", ok: true, req: 4, acc: 2, p: 0},        // 4 - 4 = 0
+		{at: 100 * s, event: "admit-low", ok: true, req: 5, acc: 2, p: 1.0 / 6},  // p was (4 - 4) / 5 = 0: it goes
+		{at: 100 * s, event: "admit-high", ok: true, req: 6, acc: 2, p: 2.0 / 7}, // the requests grow, the probability with them
 		{at: 101 * s, event: "admit-high", ok: true, req: 7, acc: 2, p: 3.0 / 8},
 		{at: 101 * s, event: "admit-high", ok: true, req: 8, acc: 2, p: 4.0 / 9},
 		{at: 102 * s, event: "admit-high", ok: true, req: 9, acc: 2, p: 5.0 / 10}, //
@@ -232,7 +232,7 @@ func TestCubicStepTable(t *testing.T) {
 	}
 
 	// Tokens: off, the limiter lets everything through; on, an attempt
-	// takes one token, and waits (1 - tokens) / rate for it.
+	// takes one token, or waits for its place in the line.
 	var tk strategies.ThrottleState
 	for _, at := range []time.Duration{0, 250 * ms, 500 * ms} {
 		_, ok := th.Admit(&tk, at, nil)
@@ -243,11 +243,15 @@ func TestCubicStepTable(t *testing.T) {
 	wait, ok := th.Admit(&tk, 600*ms, nil)
 	require.False(t, ok)
 	assert.InDelta(t, (0.7 / 3.36), wait.Seconds(), 1e-9, "the missing 0.7 token at 3.36/s")
+	wait2, ok := th.Admit(&tk, 600*ms, nil)
+	require.False(t, ok)
+	assert.InDelta(t, (1.7 / 3.36), wait2.Seconds(), 1e-9, "second in line: a token later")
 	_, ok = th.Admit(&tk, 600*ms+wait, nil)
-	assert.True(t, ok, "the token has come")
-	wait, ok = th.Admit(&tk, 600*ms+wait, nil)
+	assert.True(t, ok, "the first one's token has come")
+	_, ok = th.Admit(&tk, 600*ms+wait, nil)
 	assert.False(t, ok, "and is spent")
-	assert.InDelta(t, 1/3.36, wait.Seconds(), 1e-6, "a whole token to wait for")
+	_, ok = th.Admit(&tk, 600*ms+wait2, nil)
+	assert.True(t, ok, "the second one's has come")
 }
 
 // cubicAt is the CUBIC curve dt seconds after a throttle at wmax.

@@ -1,0 +1,194 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/zeontools/herdlab/results"
+)
+
+// The overload controls of issue 13, each against the closed form or
+// the bound its algorithm makes.
+
+// steady sums field over the buckets from 'from' to the end.
+func steady(run *results.Run, from int, field func(b results.Bucket) int64) float64 {
+	return float64(sumBuckets(run, from, len(run.Series), field))
+}
+
+// TestAdaptiveThrottlingAtSteadyOverload offers 10x what a backend
+// accepts (a rate limit of 100/s, 1,000/s offered by 10 clients, one
+// attempt each): with the SRE book's throttle the backend receives K x
+// its accepts, within 10%, and the clients' local rejections make up the
+// rest. failsafe-go's variant, which does not count its rejections,
+// settles elsewhere: with p = (sent - K accepts)/sent and sent =
+// offered (1 - p), sent^2 = K x accepts x offered.
+func TestAdaptiveThrottlingAtSteadyOverload(t *testing.T) {
+	for _, tc := range []struct {
+		throttle string
+		k        float64
+		counted  bool // the throttle counts its rejections as requests
+	}{
+		{"{kind: sre}", 2, true},
+		{"{kind: sre, k: 3}", 3, true},
+		{"{kind: failsafe, max_rejection: 1}", 1 / 0.9, false},
+	} {
+		t.Run(tc.throttle, func(t *testing.T) {
+			_, res := runGraph(t, fmt.Sprintf(`
+name: sre
+duration: 4m
+bucket: 1s
+server: {service_time: 1ms, rate_limit: {rate: 100, burst: 20}}
+workload: {senders: 10, arrival: {kind: poisson, rate: 1000, per_sender: true}}
+strategies:
+  - {name: throttled, backoff: {kind: none}, max_attempts: 1, throttle: %s}
+`, withKey(tc.throttle, "window: 30s")))
+			run := res.Runs[0]
+			received := steady(run, 60, attempts)
+			accepted := steady(run, 60, delivered)
+			want := tc.k
+			if !tc.counted {
+				offered := float64(run.Requests) * 180 / 240
+				want = math.Sqrt(tc.k * offered / accepted)
+			}
+			t.Logf("%s: received %.0f/s, accepted %.0f/s, ratio %.3f (want %.3f); rejected locally %d of %d",
+				tc.throttle, received/180, accepted/180, received/accepted, want, run.ClientRejected, run.Requests)
+			assert.InDelta(t, 100, accepted/180, 2, "the rate limit accepts 100/s")
+			assert.InEpsilon(t, want, received/accepted, 0.1, "received / accepted")
+			// Every request was sent once or rejected once (a few in
+			// flight at the end aside).
+			assert.InDelta(t, run.Requests, run.ClientRejected+run.Attempts, 5)
+			assert.Equal(t, run.ClientRejected, run.DeadLetteredBy["client_rejected"], "a rejected last attempt is the reason")
+		})
+	}
+}
+
+// withKey puts extra into a flow mapping {...}.
+func withKey(flow, extra string) string {
+	return flow[:len(flow)-1] + ", " + extra + "}"
+}
+
+// sharedBudgetScenario is 100 senders at 2 requests a second each
+// against a server down (fast 503s) for the first 20 s, each request
+// retried after 1 s up to 3 times under the budget given.
+func sharedBudgetScenario(budget string) string {
+	return fmt.Sprintf(`
+name: shared
+duration: 40s
+bucket: 1s
+server: {service_time: 10ms, outages: [{start: 0s, duration: 20s, mode: error}]}
+network: {latency: 5ms}
+workload: {senders: 100, arrival: {kind: poisson, rate: 200, per_sender: true}}
+strategies:
+  - {name: s, backoff: {kind: fixed, delay: 1s}, max_attempts: 4, budget: %s}
+`, budget)
+}
+
+// TestEnvoyBudgetBoundsRetriesInFlight: Envoy's budget allows at most
+// max(3, 20% of the attempts in flight) retries in flight, each from its
+// grant through its 1 s backoff to its answer. In the outage a few
+// attempts are in flight, so a budget held by the whole fleet lets about
+// 3 retries a second through, one held by groups of 10 senders about 10
+// times as many, and one per sender far more (until its senders' own
+// demand, 2 requests a second each, caps it).
+func TestEnvoyBudgetBoundsRetriesInFlight(t *testing.T) {
+	rate := map[string]float64{}
+	for _, scope := range []string{"scope: fleet", "scope: group, group_size: 10", "scope: sender"} {
+		_, res := runGraph(t, sharedBudgetScenario("{kind: envoy, percent: 20, min_concurrency: 3, "+scope+"}"))
+		run := res.Runs[0]
+		// Every request is tried at once: the rest are retries, all
+		// made in the outage or the second after it (the retries of
+		// the outage's last second).
+		retries := float64(run.Attempts - run.Requests)
+		rate[scope] = retries / 21
+		t.Logf("%s: %.0f retries (%.1f a second), %d denied", scope, retries, rate[scope], run.SharedBudgetDenied)
+		assert.Equal(t, run.SharedBudgetDenied, run.DeadLetteredBy["budget"])
+	}
+	// Each retry holds its place at least its 1 s backoff: 3 places
+	// make at most 3 retries a second, and the outage's demand keeps
+	// them full.
+	assert.LessOrEqual(t, rate["scope: fleet"], 3.0*21/20+0.2, "never more than 3 in flight")
+	assert.Greater(t, rate["scope: fleet"], 2.5)
+	assert.InEpsilon(t, 10*rate["scope: fleet"], rate["scope: group, group_size: 10"], 0.1, "10 groups")
+	assert.Greater(t, rate["scope: sender"], 150.0, "100 senders, each with 3")
+}
+
+// TestFinagleBudgetIsAShareOfRequests: Finagle's budget lets retries
+// withdraw at most percent of the requests of the last TTL (plus the
+// reserve of min_per_second): held by the fleet with no reserve, at most
+// 10% of the requests are retried, and the outage's demand uses them
+// all. Per sender, the default reserve (10 a second over 10 s) gives each
+// of the 100 senders 100 retries of its own: no bound at all here.
+func TestFinagleBudgetIsAShareOfRequests(t *testing.T) {
+	_, res := runGraph(t, sharedBudgetScenario("{kind: finagle, percent: 10, ttl: 10s, min_per_second: 0, scope: fleet}"))
+	run := res.Runs[0]
+	retries := float64(run.Attempts - run.Requests)
+	inOutage := float64(sumBuckets(run, 0, 20, attempts)) - retries
+	t.Logf("fleet: %.0f retries for %.0f first tries in the outage (%.1f%%), %d denied", retries, inOutage, 100*retries/inOutage, run.SharedBudgetDenied)
+	assert.LessOrEqual(t, retries, 0.1*float64(run.Requests)+1)
+	assert.InEpsilon(t, 0.1*inOutage, retries, 0.1, "the outage uses the whole 10%")
+
+	_, res = runGraph(t, sharedBudgetScenario("{kind: finagle, percent: 10}"))
+	run = res.Runs[0]
+	retries = float64(run.Attempts - run.Requests)
+	t.Logf("per sender, with the default reserve: %.0f retries for %d requests", retries, run.Requests)
+	assert.Greater(t, retries, 2*float64(run.Requests)*20/40, "nearly every request of the outage retries 3 times")
+}
+
+// TestPushback: a negative pushback stops every retry (the reason is
+// pushback); one of 2 s replaces the backoff, so the retries come 2 s
+// apart instead of 100 ms.
+func TestPushback(t *testing.T) {
+	_, res := runGraph(t, `
+name: pushback
+duration: 1m
+bucket: 1s
+server: {service_time: 1ms, rate_limit: {rate: 1, burst: 1, pushback: -1ms}}
+workload: {requests: 100}
+strategies:
+  - {name: s, backoff: {kind: fixed, delay: 100ms}, max_attempts: 5}
+  - {name: deaf, backoff: {kind: fixed, delay: 100ms}, max_attempts: 5, ignore_pushback: true}
+`)
+	run := res.Runs[0]
+	assert.Equal(t, int64(100), run.Attempts, "no retry")
+	assert.Equal(t, int64(99), run.DeadLetteredBy["pushback"])
+	assert.Greater(t, res.Runs[1].Attempts, int64(300), "ignored, the retries go on")
+
+	_, res = runGraph(t, `
+name: pushback
+duration: 1m
+bucket: 1s
+server: {service_time: 1ms, failure_probability: 1, failure_pushback: 2s}
+workload: {requests: 100}
+strategies:
+  - {name: s, backoff: {kind: fixed, delay: 100ms}, max_attempts: 5}
+`)
+	assert.Equal(t, map[int]int64{0: 100, 2: 100, 4: 100, 6: 100, 8: 100}, nonzero(res.Runs[0], attempts))
+}
+
+// TestAWSAdaptiveFollowsTheRateLimit: one AWS adaptive client offering
+// 1,000 requests a second to a backend that takes 100 sends, once its
+// limiter is on, about what the backend takes (CUBIC probes above it
+// and backs off) instead of 10 times as much.
+func TestAWSAdaptiveFollowsTheRateLimit(t *testing.T) {
+	_, res := runGraph(t, `
+name: aws
+duration: 2m
+bucket: 1s
+server: {service_time: 1ms, rate_limit: {rate: 100, burst: 10}}
+workload: {senders: 1, arrival: {kind: poisson, rate: 1000}}
+strategies:
+  - {name: adaptive, backoff: {kind: full-jitter, base: 50ms, cap: 20s}, max_attempts: 3, throttle: {kind: aws-adaptive}}
+  - {name: standard, backoff: {kind: full-jitter, base: 50ms, cap: 20s}, max_attempts: 3}
+`)
+	adaptive, standard := res.Runs[0], res.Runs[1]
+	sent := steady(adaptive, 30, attempts) / 90
+	accepted := steady(adaptive, 30, delivered) / 90
+	t.Logf("adaptive: sends %.0f/s, %.0f/s accepted, %d waits; standard: sends %.0f/s", sent, accepted, adaptive.RateLimited, steady(standard, 30, attempts)/90)
+	assert.Less(t, sent, 200.0, "within 2x what the backend takes")
+	assert.Greater(t, accepted, 80.0)
+	assert.Positive(t, adaptive.RateLimited)
+	assert.Greater(t, steady(standard, 30, attempts)/90, 1000.0, "without the limiter every request and its retries go")
+}
