@@ -504,7 +504,7 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	if t := d.policy.Timeout; t > 0 {
 		d.timeout = max(driverToWall(t, scale), 1)
 	}
-	if sc.Workload.Arrival.Kind == scenarios.Poisson && d.limit == 0 {
+	if sc.Workload.Uncapped() {
 		d.limit = -1
 	}
 	if all := sc.AllOutages(); len(all) > 0 {
@@ -946,6 +946,9 @@ func (d *driver) final(r *driverRequest) {
 	d.completion = d.now
 	if r.created <= d.lastOutageEnd {
 		d.drain = d.now
+	}
+	if c := d.sc.Workload.Clients; c != nil && d.now+c.ThinkTime < d.horizon {
+		d.q.push(d.now+c.ThinkTime, drvArrival, r.sender, 0)
 	}
 }
 

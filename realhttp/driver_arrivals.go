@@ -12,6 +12,12 @@ import (
 
 // scheduleWorkload schedules the workload's first arrival.
 func (d *driver) scheduleWorkload() {
+	if c := d.sc.Workload.Clients; c != nil {
+		for s := range c.Count {
+			d.q.push(sim.ClientStart(c, d.rArrive), drvArrival, int32(s), 0)
+		}
+		return
+	}
 	a := d.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -39,6 +45,12 @@ func (d *driver) scheduleWorkload() {
 // a burst creates all its requests at once, in order. With a stream per
 // sender, s is the sender whose stream it is.
 func (d *driver) arrive(at time.Duration, s int32) {
+	if d.sc.Workload.Clients != nil {
+		if d.limit < 0 || d.arrived < d.limit {
+			d.newRequestFrom(at, s)
+		}
+		return
+	}
 	a := d.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:

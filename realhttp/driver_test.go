@@ -944,3 +944,21 @@ func TestDriverThrottleRejectsLocally(t *testing.T) {
 	assert.Greater(t, run.ClientRejected, int64(150), "p = n/(n+1) once nothing is accepted")
 	assert.EqualValues(t, len(rec.all()), run.Attempts, "a rejected attempt never reaches the server")
 }
+
+func TestDriverClosedLoop(t *testing.T) {
+	// 5 clients, 100 ms of think time, for 2 s: a client's cycle is its
+	// think time and a round trip, so the clients make a little under
+	// 5 x 2 s / 100 ms = 100 requests, never more.
+	rec := &driverRecorder{}
+	st := driverStrategy(driverFixed(10*time.Millisecond), 1, 10*time.Second)
+	sc, stp := driverScenario(t, 0, st, func(sc *scenarios.Scenario) {
+		sc.Duration = 2 * time.Second
+		sc.Workload.Clients = &scenarios.Clients{Count: 5, ThinkTime: 100 * time.Millisecond}
+		sc.Workload.Senders = 5
+	})
+	run, _ := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL})
+	t.Logf("%d requests", run.Requests)
+	assert.LessOrEqual(t, run.Requests, int64(5*(20+1)))
+	assert.Greater(t, run.Requests, int64(70))
+	assert.EqualValues(t, len(rec.all()), run.Attempts)
+}

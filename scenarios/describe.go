@@ -15,12 +15,17 @@ func (s *Scenario) Describe() string {
 	var b strings.Builder
 	w := s.Workload
 	a := w.Arrival
-	switch a.Kind {
-	case Burst:
+	switch {
+	case w.Clients != nil:
+		fmt.Fprintf(&b, "a closed loop of %s clients, each sending its next request %s after its previous one ends", count(w.Clients.Count), w.Clients.ThinkTime)
+		if w.Requests > 0 {
+			fmt.Fprintf(&b, ", at most %s", count(w.Requests))
+		}
+	case a.Kind == Burst:
 		fmt.Fprintf(&b, "%s requests in a burst at %s", count(w.Requests), a.At)
-	case Uniform:
+	case a.Kind == Uniform:
 		fmt.Fprintf(&b, "%s requests spread evenly over %s-%s", count(w.Requests), a.From, a.Until)
-	case Poisson:
+	case a.Kind == Poisson:
 		until := a.Until
 		if until == 0 {
 			until = s.Duration
@@ -34,6 +39,7 @@ func (s *Scenario) Describe() string {
 		}
 	}
 	switch {
+	case w.Clients != nil:
 	case w.Senders > 0:
 		fmt.Fprintf(&b, " from %s senders", count(w.Senders))
 	default:

@@ -400,3 +400,28 @@ strategies:
 		assert.Contains(t, err.Error(), "bad.yaml:4:", tc.setting)
 	}
 }
+
+func TestClosedLoopClients(t *testing.T) {
+	s, err := Parse("closed.yaml", []byte("name: closed\nduration: 1m\nworkload: {clients: {count: 50, think_time: 100ms}}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 1}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, 50, s.Workload.Senders, "each client is a sender")
+	assert.True(t, s.Workload.Uncapped())
+	assert.Contains(t, s.Describe(), "a closed loop of 50 clients, each sending its next request 100ms after its previous one ends")
+
+	for _, tc := range []struct{ workload, want string }{
+		{"{clients: {count: 0}, requests: 10}", "workload.clients.count: must be >= 1, got 0"},
+		{"{clients: {count: 5, think_time: -1s}}", "workload.clients.think_time: must be >= 0, got -1s"},
+		{"{clients: {count: 5}}", "workload.clients.think_time: 0, with no network latency and no cap"},
+		{"{clients: {count: 5, think_time: 1s}, arrival: {kind: poisson, rate: 10}}", "workload.arrival: a closed loop (clients) has no arrivals"},
+		{"{clients: {count: 5, think_time: 1s}, senders: 4}", "workload.senders: each client is a sender: leave senders out, or make it clients.count (5)"},
+		{"{clients: {count: 5, think_time: 1s}, workers: 2}", "workload.workers: a closed-loop client has one request at a time"},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: bad\nduration: 1m\nworkload: "+tc.workload+"\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 1}\n"))
+		require.Error(t, err, tc.workload)
+		assert.Contains(t, err.Error(), tc.want, tc.workload)
+		assert.Contains(t, err.Error(), "bad.yaml:3:", tc.workload)
+	}
+	_, err = Parse("bad.yaml", []byte("name: bad\nduration: 1m\nworkload: {clients: {count: 5, think_time: 1s}}\ndlq: {replay: {at: 10s, rate: 1}}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 1}\n"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "dlq.replay: a closed loop cannot replay its dead letters")
+}

@@ -325,6 +325,45 @@ type Workload struct {
 	// the backoff, holding its slot until the request is delivered or
 	// given up). Empty means delay-queue. Blocking needs Workers.
 	Dispatch string `yaml:"dispatch"`
+	// Clients, instead of Arrival, makes a closed loop; default none (an
+	// open loop: requests arrive whatever became of the earlier ones).
+	Clients *Clients `yaml:"clients"`
+}
+
+// Clients is a closed-loop workload (Brooker, "What is Backoff For?"):
+// Count clients, each sending its next request only after its previous
+// one ended (delivered or dead-lettered), ThinkTime later. Each client is
+// a sender, with its own breaker, budget and throttle. A client's first
+// request goes at ThinkTime x U(0,1), so that the clients do not start in
+// lockstep. Workload.Requests, when set, caps the requests of all of
+// them; the horizon ends the loop otherwise.
+type Clients struct {
+	Count     int           `yaml:"count"`
+	ThinkTime time.Duration `yaml:"think_time"`
+}
+
+// checkKeys refuses, with clients, the keys of an open loop, and makes
+// each client a sender.
+func (w *Workload) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
+	if w.Clients == nil {
+		return
+	}
+	if _, ok := written["arrival"]; ok {
+		fail("arrival", "a closed loop (clients) has no arrivals: each client sends its next request when its previous one ends; leave arrival out")
+	}
+	if _, ok := written["workers"]; ok {
+		fail("workers", "a closed-loop client has one request at a time: leave workers out")
+	}
+	if _, ok := written["senders"]; ok && w.Senders != w.Clients.Count {
+		fail("senders", fmt.Sprintf("each client is a sender: leave senders out, or make it clients.count (%d)", w.Clients.Count))
+	}
+	w.Senders = w.Clients.Count
+}
+
+// Uncapped reports whether the workload makes requests until the horizon
+// (poisson arrivals or a closed loop, without Requests to cap them).
+func (w Workload) Uncapped() bool {
+	return w.Requests == 0 && (w.Clients != nil || w.Arrival.Kind == Poisson)
 }
 
 // The dispatch modes.

@@ -143,6 +143,15 @@ func (s *Scenario) Validate() error {
 		s.Network.Latency.validate(&p, "network.latency")
 	}
 	s.Workload.validate(&p, s.Duration)
+	if c := s.Workload.Clients; c != nil {
+		if c.ThinkTime == 0 && s.Workload.Requests == 0 && s.Network.Latency == nil {
+			p.add("workload.clients.think_time", "0, with no network latency and no cap (workload.requests): a client whose request fails at once "+
+				"sends its next at the same instant, forever; give a think time, a latency or a cap")
+		}
+		if s.DLQ.Replay != nil {
+			p.add("dlq.replay", "a closed loop cannot replay its dead letters: a replayed request would give its client two at once")
+		}
+	}
 	if s.Server.Model == ModelOCC && s.Network.Latency == nil {
 		p.add("network.latency", "model occ needs a network latency: the time between read and write is what makes writes conflict")
 	}
@@ -305,7 +314,14 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	} else if w.Requests > MaxCount {
 		p.add("workload.requests", "%d is more than the most herdlab counts (%d)", w.Requests, MaxCount)
 	}
-	if p.oneOf("workload.arrival.kind", a.Kind, Burst, Poisson, Uniform) {
+	if c := w.Clients; c != nil {
+		if c.Count < 1 {
+			p.add("workload.clients.count", "must be >= 1, got %d", c.Count)
+		} else if c.Count > MaxCount {
+			p.add("workload.clients.count", "%d is more than the most herdlab counts (%d)", c.Count, MaxCount)
+		}
+		p.nonNegative("workload.clients.think_time", c.ThinkTime)
+	} else if p.oneOf("workload.arrival.kind", a.Kind, Burst, Poisson, Uniform) {
 		switch a.Kind {
 		case Burst:
 			p.nonNegative("workload.arrival.at", a.At)
@@ -342,7 +358,7 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	}
 	p.count("workload.senders", w.Senders, "one sender per request")
 	p.count("workload.workers", w.Workers, "unlimited")
-	if known := a.Kind != Poisson || w.Requests > 0; known && w.Requests >= 1 {
+	if known := a.Kind != Poisson || w.Requests > 0; known && w.Requests >= 1 && w.Clients == nil {
 		if w.Senders > w.Requests {
 			p.add("workload.senders", "%d senders for %d requests: a sender without a request sends nothing (0 means one sender per request)", w.Senders, w.Requests)
 		}
@@ -353,8 +369,8 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 	if w.Dispatch != "" && p.oneOf("workload.dispatch", w.Dispatch, DispatchDelayQueue, DispatchBlocking) && w.Dispatch == DispatchBlocking && w.Workers == 0 {
 		p.add("workload.dispatch", "blocking needs workers: without a pool there is nothing to block")
 	}
-	if horizon <= 0 {
-		return // reported already
+	if horizon <= 0 || w.Clients != nil {
+		return // reported already, or no arrivals
 	}
 	if a.Kind == Burst && a.At >= horizon {
 		p.add("workload.arrival.at", "%s is not before the horizon (duration %s)", a.At, horizon)

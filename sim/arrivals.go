@@ -9,8 +9,23 @@ import (
 	"github.com/zeontools/herdlab/scenarios"
 )
 
+// ClientStart draws when a closed-loop client sends its first request:
+// its think time x U(0,1). The real-HTTP driver shares it.
+func ClientStart(c *scenarios.Clients, r *rand.Rand) time.Duration {
+	if c.ThinkTime == 0 {
+		return 0
+	}
+	return time.Duration(r.Float64() * float64(c.ThinkTime))
+}
+
 // scheduleWorkload schedules the workload's first arrival.
 func (w *world) scheduleWorkload() {
+	if c := w.clients; c != nil {
+		for s := range c.Count {
+			w.q.push(ClientStart(c, w.rArrive), evArrival, int32(s), 0)
+		}
+		return
+	}
 	a := w.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -38,6 +53,17 @@ func (w *world) scheduleWorkload() {
 // arrival: a burst creates all its requests at once, in order. With a
 // stream per sender, s is the sender whose stream it is.
 func (w *world) arrive(s int32) {
+	if w.clients != nil {
+		if w.arrived >= scenarios.MaxCount {
+			w.failed = fmt.Errorf("sim: strategy %s: the clients made %s requests by t=%s, the most herdlab counts: set workload.requests to cap them",
+				w.run.Strategy, results.Count(float64(w.arrived)), w.now)
+			return
+		}
+		if w.limit < 0 || w.arrived < w.limit {
+			w.newRequestFrom(s)
+		}
+		return
+	}
 	a := w.sc.Workload.Arrival
 	switch a.Kind {
 	case scenarios.Burst:

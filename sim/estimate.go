@@ -90,7 +90,7 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	reqs, path := requestsOf(sc)
 	n.Requests = reqs
 	growth := 1.0
-	if sc.Workload.Arrival.Kind == scenarios.Poisson && sc.Workload.Requests == 0 {
+	if sc.Workload.Uncapped() {
 		growth = 2 // slices grow by appending, up to twice the count
 	}
 	if sc.Graph() {
@@ -161,6 +161,18 @@ func (n Needs) total() Needs {
 // number, for uncapped poisson arrivals) and the field that says so.
 func requestsOf(sc *scenarios.Scenario) (float64, string) {
 	w := sc.Workload
+	if c := w.Clients; c != nil {
+		if w.Requests > 0 {
+			return float64(w.Requests), "workload.requests"
+		}
+		// Each client's cycle is at least its think time and a round
+		// trip; as many as that allows, answered at once.
+		cycle := c.ThinkTime
+		if l := sc.Network.Latency; l != nil {
+			cycle += 2 * l.MeanValue()
+		}
+		return float64(c.Count) * (sc.Duration.Seconds()/max(cycle.Seconds(), 1e-3) + 1), "workload.clients.count"
+	}
 	if w.Arrival.Kind != scenarios.Poisson {
 		return float64(w.Requests), "workload.requests"
 	}

@@ -14,16 +14,17 @@ type fleet struct {
 	arrival    scenarios.Arrival
 	limit      int // requests to create, -1: no limit
 	arrived    int
-	senders    int               // the workload's senders, 0: one per request
-	perRequest bool              // the edge's senders grow with the requests
-	stream     scenarios.Arrival // with a poisson stream per sender: one sender's
-	dead       int               // requests dead-lettered
-	delayed    int               // requests waiting for their backoff now
+	senders    int                // the workload's senders, 0: one per request
+	perRequest bool               // the edge's senders grow with the requests
+	stream     scenarios.Arrival  // with a poisson stream per sender: one sender's
+	dead       int                // requests dead-lettered
+	delayed    int                // requests waiting for their backoff now
+	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
 }
 
 func newFleet(sc *scenarios.Scenario, e *edge) fleet {
-	f := fleet{arrival: sc.Workload.Arrival, limit: sc.Workload.Requests, senders: sc.Workload.Senders}
-	if f.arrival.Kind == scenarios.Poisson && f.limit == 0 {
+	f := fleet{arrival: sc.Workload.Arrival, limit: sc.Workload.Requests, senders: sc.Workload.Senders, clients: sc.Workload.Clients}
+	if sc.Workload.Uncapped() {
 		f.limit = -1
 	}
 	if e.policy.PerSender() {
@@ -42,6 +43,12 @@ func newFleet(sc *scenarios.Scenario, e *edge) fleet {
 
 // schedule schedules the fleet's first arrival.
 func (f *fleet) schedule(g *graph) {
+	if c := f.clients; c != nil {
+		for s := range c.Count {
+			g.q.push(ClientStart(c, g.rArrive), gArrival, int32(s), 0)
+		}
+		return
+	}
 	a := f.arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -67,6 +74,17 @@ func (f *fleet) schedule(g *graph) {
 // arrive creates the request(s) due now and schedules the next arrival;
 // with a stream per sender, s is the sender whose stream it is.
 func (f *fleet) arrive(g *graph, s int32) {
+	if f.clients != nil {
+		if f.arrived >= scenarios.MaxCount {
+			g.failed = fmt.Errorf("sim: strategy %s: the clients made %s requests by t=%s, the most herdlab counts: set workload.requests to cap them",
+				g.name, results.Count(float64(f.arrived)), g.now)
+			return
+		}
+		if f.limit < 0 || f.arrived < f.limit {
+			f.newRequestFrom(g, s)
+		}
+		return
+	}
 	a := f.arrival
 	switch a.Kind {
 	case scenarios.Burst:
@@ -152,6 +170,9 @@ func (f *fleet) final(g *graph, cl *call) {
 	g.completion = g.now
 	if cl.created <= g.lastOutageEnd {
 		g.drain = g.now
+	}
+	if c := f.clients; c != nil && g.now+c.ThinkTime < g.horizon {
+		g.q.push(g.now+c.ThinkTime, gArrival, cl.sender, 0)
 	}
 }
 

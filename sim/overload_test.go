@@ -192,3 +192,51 @@ strategies:
 	assert.Positive(t, adaptive.RateLimited)
 	assert.Greater(t, steady(standard, 30, attempts)/90, 1000.0, "without the limiter every request and its retries go")
 }
+
+// closedOpen is Brooker's flaky dependency (failure probability 0.75,
+// 3 retries) behind 100 clients: open, each with a Poisson stream of 10
+// calls a second, or closed, each sending its next request 100 ms after
+// its previous one ended.
+func closedOpen(workload, backoff string) string {
+	return fmt.Sprintf(`
+name: loop
+duration: 60s
+bucket: 1s
+server: {service_time: 1ms, failure_probability: 0.75}
+network: {latency: 5ms}
+workload: %s
+strategies:
+  - {name: s, backoff: %s, max_attempts: 4}
+`, workload, backoff)
+}
+
+// TestClosedLoopBackoffCutsTheWork: in an open loop backoff changes
+// when the retries come, not how many (the amplification stays 1 + 0.75
+// + 0.75^2 + 0.75^3 = 2.73); in a closed loop a client that backs off
+// sends its next request later, so backoff cuts the calls made in all.
+func TestClosedLoopBackoffCutsTheWork(t *testing.T) {
+	const (
+		open   = "{senders: 100, arrival: {kind: poisson, rate: 1000, per_sender: true}}"
+		closed = "{clients: {count: 100, think_time: 100ms}}"
+		none   = "{kind: none}"
+		expo   = "{kind: exponential, base: 100ms, cap: 10s}"
+	)
+	calls := map[string]*results.Run{}
+	for _, w := range []string{open, closed} {
+		for _, b := range []string{none, expo} {
+			_, res := runGraph(t, closedOpen(w, b))
+			calls[w+b] = res.Runs[0]
+			r := res.Runs[0]
+			t.Logf("%s, %s: %d requests, %d calls, %.3f calls a request", w, b, r.Requests, r.Attempts, float64(r.Attempts)/float64(r.Requests))
+		}
+	}
+	amp := func(r *results.Run) float64 { return float64(r.Attempts) / float64(r.Requests) }
+	want := 1 + 0.75 + 0.75*0.75 + 0.75*0.75*0.75
+	assert.InEpsilon(t, want, amp(calls[open+none]), 0.03)
+	assert.InEpsilon(t, want, amp(calls[open+expo]), 0.03, "open loop: the backoff does not change the amplification")
+	assert.InEpsilon(t, calls[open+none].Attempts, calls[open+expo].Attempts, 0.05, "nor the calls")
+	assert.InEpsilon(t, want, amp(calls[closed+expo]), 0.05, "closed loop: nor the calls a request")
+	assert.Less(t, float64(calls[closed+expo].Attempts), 0.6*float64(calls[closed+none].Attempts),
+		"but the clients that back off send far fewer calls in all")
+	assert.Less(t, float64(calls[closed+expo].Attempts), 0.6*float64(calls[open+expo].Attempts), "than the open loop with the same policy")
+}

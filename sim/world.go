@@ -160,7 +160,8 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		w.tokens = float64(rl.Burst)
 		w.hintFormat, _ = strategies.ParseRetryAfterFormat(rl.Format)
 	}
-	if sc.Workload.Arrival.Kind == scenarios.Poisson && w.limit == 0 {
+	w.clients = sc.Workload.Clients
+	if sc.Workload.Uncapped() {
 		w.limit = -1
 	}
 	if n := len(w.outages); n > 0 {

@@ -17,6 +17,7 @@ type workload struct {
 	stream     scenarios.Arrival // with a poisson stream per sender: one sender's
 	delayed    int               // requests waiting for their backoff now
 	groups     *strategies.Groups
+	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
 	// sharedBudget is set when the strategy's budget is held by a group
 	// of senders: its denials are counted.
 	sharedBudget bool
@@ -238,10 +239,14 @@ func (w *world) decide(i int32, d strategies.Decision) {
 	}
 }
 
-// final notes that request r reached a final state now.
+// final notes that request r reached a final state now; in a closed
+// loop its client sends the next after its think time.
 func (w *world) final(r *request) {
 	w.completion = w.now
 	if r.created <= w.lastOutageEnd {
 		w.drain = w.now
+	}
+	if c := w.clients; c != nil && w.now+c.ThinkTime < w.horizon {
+		w.q.push(w.now+c.ThinkTime, evArrival, r.sender, 0)
 	}
 }
