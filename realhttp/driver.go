@@ -240,6 +240,7 @@ const (
 	drvTry                    // request a is ready for its next attempt; b = drvRetried at the end of a backoff wait
 	drvReplay                 // the scenario's DLQ replay sends dead letter number a back (-1 starts it)
 	drvOutageEnd              // the last outage ends: what is left to recover is counted
+	drvHedge                  // a hedge of request a's attempt number b (mod 256) is due
 )
 
 // drvRetried marks a try that ends a backoff wait, as opposed to one that
@@ -308,6 +309,7 @@ type driver struct {
 	next       []int32 // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders    []driverSender
 	groups     *strategies.Groups
+	copies     []driverCopies // per request, with hedging
 	perRequest bool
 	workers    int32
 	blocking   bool
@@ -514,6 +516,9 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 		d.reqs = make([]driverRequest, 0, d.limit)
 	}
 	d.groups = strategies.NewGroups(d.policy)
+	if d.policy.Hedge != nil {
+		d.copies = make([]driverCopies, 0, max(d.limit, 0))
+	}
 	if d.policy.PerSender() || d.workers > 0 {
 		if n := sc.Workload.Senders; n > 0 {
 			d.senders = make([]driverSender, n)
@@ -705,6 +710,8 @@ func (d *driver) handle(e driverEvent) {
 			r.planned = e.at
 		}
 		d.try(e.a)
+	case drvHedge:
+		d.hedgeDue(e.a, e.b)
 	case drvReplay:
 		d.replay1(e.a)
 	case drvOutageEnd:
@@ -738,6 +745,9 @@ func (d *driver) newRequestFrom(at time.Duration, s int32) {
 	d.reqs = append(d.reqs, driverRequest{key: uuid.New(), created: at, planned: at, sender: s, bucket: -1})
 	if d.workers > 0 {
 		d.next = append(d.next, -1)
+	}
+	if d.copies != nil {
+		d.copies = append(d.copies, driverCopies{})
 	}
 	d.arrived++
 	d.try(i)
@@ -777,19 +787,38 @@ func (d *driver) try(i int32) {
 	r.state = drvInFlight
 	r.tag++
 	r.bucket = int32(min(d.sampled, len(d.run.Series)-1))
+	if d.copies != nil {
+		d.firstCopy(i)
+	}
+	d.send(i)
+}
+
+// send sends request i's latest copy of its attempt in flight now.
+func (d *driver) send(i int32) {
+	r := &d.reqs[i]
 	d.run.Attempts++
 	d.current().Attempts++
 	d.inFlight++
 	d.stats.PeakInFlight = max(d.stats.PeakInFlight, d.inFlight)
 	call := driverCall{request: int(i), key: r.key, attempt: int(r.tag), planned: r.planned, timeout: d.timeout}
 	tag := r.tag
-	d.wg.Go(func() { d.attempt(i, tag, call) })
+	ctx := d.copyContext(i, tag)
+	d.wg.Go(func() { d.attempt(ctx, i, tag, call) })
+}
+
+// senderOf returns request r's sender state, nil when the policy keeps
+// none.
+func (d *driver) senderOf(r *driverRequest) *strategies.Sender {
+	if d.senders == nil {
+		return nil
+	}
+	return &d.senders[r.sender].retry
 }
 
 // attempt is the goroutine of one attempt: it takes a connection slot
 // (waiting for one when all are in use), sends the attempt and reports
 // the outcome to the loop, unless the run has ended.
-func (d *driver) attempt(i, tag int32, call driverCall) {
+func (d *driver) attempt(ctx context.Context, i, tag int32, call driverCall) {
 	var waited time.Duration
 	select {
 	case d.slots <- struct{}{}:
@@ -802,10 +831,10 @@ func (d *driver) attempt(i, tag int32, call driverCall) {
 		}
 		waited = max(time.Since(from), 1)
 	}
-	a, sent, live := driverSend(d.runCtx, d.client, d.target, call)
+	a, sent, live := driverSend(ctx, d.client, d.target, call)
 	<-d.slots
 	if !live {
-		return
+		return // the run ended, or the copy was cancelled
 	}
 	c := driverDone{i: i, tag: tag, driverAnswer: a, actual: d.scenarioTime(sent.Sub(d.start)), waited: waited}
 	select {
@@ -835,7 +864,11 @@ func (d *driver) free(i int32, dec strategies.Decision) {
 func (d *driver) complete(c driverDone) {
 	d.run.Events++
 	r := &d.reqs[c.i]
-	if r.state != drvInFlight || r.tag != c.tag {
+	if d.copies != nil {
+		if !d.copyAnswered(c) {
+			return
+		}
+	} else if r.state != drvInFlight || r.tag != c.tag {
 		return
 	}
 	d.inFlight--

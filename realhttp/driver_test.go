@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -961,4 +963,60 @@ func TestDriverClosedLoop(t *testing.T) {
 	assert.LessOrEqual(t, run.Requests, int64(5*(20+1)))
 	assert.Greater(t, run.Requests, int64(70))
 	assert.EqualValues(t, len(rec.all()), run.Attempts)
+}
+
+func TestDriverHedges(t *testing.T) {
+	// The first copy of every attempt takes 2 s (or until the client
+	// hangs up); a hedge after 50 ms is answered at once and wins. With
+	// cancel the slow copy is hung up on: the server sees its request
+	// end long before the 2 s.
+	for _, cancel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancel=%v", cancel), func(t *testing.T) {
+			var hungUp atomic.Int64
+			rec := &driverRecorder{answer: func(w http.ResponseWriter, r *http.Request, hit driverHit) {
+				if hit.attempt == 1 {
+					select {
+					case <-time.After(2 * time.Second):
+					case <-r.Context().Done():
+						hungUp.Add(1)
+						return
+					}
+				}
+			}}
+			st := driverStrategy(driverFixed(10*time.Millisecond), 1, 10*time.Second)
+			st.Hedge = &scenarios.Hedge{Delay: scenarios.HedgeDelay{Duration: 50 * time.Millisecond}, Max: 1, Cancel: cancel}
+			sc, stp := driverScenario(t, 20, st, nil)
+			run, _ := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL})
+			assert.EqualValues(t, 20, run.Delivered)
+			assert.EqualValues(t, 20, run.Hedges)
+			assert.EqualValues(t, 20, run.HedgeWins)
+			assert.EqualValues(t, 40, run.Attempts, "each request's copy and hedge")
+			assert.Less(t, run.Latency.ValueAtQuantile(100), int64(time.Second/time.Microsecond), "delivered by the hedge, not the 2 s copy")
+			if cancel {
+				assert.Eventually(t, func() bool { return hungUp.Load() == 20 }, time.Second, 10*time.Millisecond, "every slow copy was cancelled")
+			} else {
+				assert.Zero(t, hungUp.Load(), "without cancel the slow copies are left running")
+			}
+		})
+	}
+}
+
+func TestDriverHedgedAttemptFailsWhenEveryCopyFails(t *testing.T) {
+	// Every copy fails, the first after 200 ms, the hedge at once: the
+	// attempt fails only when both have, and is retried once.
+	rec := &driverRecorder{answer: func(w http.ResponseWriter, _ *http.Request, hit driverHit) {
+		if hit.attempt%2 == 1 {
+			time.Sleep(200 * time.Millisecond)
+		}
+		w.WriteHeader(http.StatusServiceUnavailable)
+	}}
+	st := driverStrategy(driverFixed(10*time.Millisecond), 2, 10*time.Second)
+	st.Hedge = &scenarios.Hedge{Delay: scenarios.HedgeDelay{Duration: 50 * time.Millisecond}, Max: 1}
+	sc, stp := driverScenario(t, 5, st, nil)
+	run, _ := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL})
+	assert.EqualValues(t, 5, run.DeadLettered)
+	assert.EqualValues(t, 20, run.Attempts, "2 attempts of 2 copies each")
+	assert.EqualValues(t, 10, run.Hedges)
+	assert.Zero(t, run.HedgeWins)
+	assert.Equal(t, int64(5), run.DeadLetteredBy["max_attempts"])
 }

@@ -74,6 +74,21 @@ var (
 			"budget, --max-events). An error, not a warning."}
 )
 
+// The rules for the overload controls.
+var (
+	ruleHedgeNoBudget = LintRule{ID: "HL013", Name: "hedging-no-budget", Doc: "A strategy that hedges without a retry budget: " +
+		"when every request is slow (a queue after a spike, a slow replica) every one is hedged, so the load " +
+		"grows by the hedges just when the server is slowest, and a server that a spike pushed past its " +
+		"capacity can stay there (scenarios/hedging-latch.yaml). gRPC's retry throttling covers hedges: give " +
+		"the strategy a budget, whose denials stop the hedges too."}
+	ruleSharedBudgetTooSmall = LintRule{ID: "HL014", Name: "shared-budget-too-small", Doc: "An envoy or finagle budget that allows " +
+		"less than one retry a second to the senders that hold it, in an outage where calls fail fast: " +
+		"finagle, percent of the group's requests a second plus min_per_second; envoy, its floor of " +
+		"min_concurrency retries in flight, each held through its first backoff wait. A short blip " +
+		"exhausts it, and every later failure is given up: it protects the server by not retrying at " +
+		"all. Raise the floor, or hold the budget by more senders."}
+)
+
 // The rules for graphs of services.
 var (
 	ruleLayeredRetries = LintRule{ID: "HL010", Name: "layered-retries-no-budget", Doc: "Retries at more than one layer of a " +
@@ -116,6 +131,8 @@ var LintRules = []LintRule{
 	ruleLayeredRetries,
 	ruleAmplification,
 	ruleInnerTimeout,
+	ruleHedgeNoBudget,
+	ruleSharedBudgetTooSmall,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.
@@ -239,6 +256,17 @@ func Lint(s *Scenario) []Finding {
 					"the load on a server that is already failing; lower it to 5 (gRPC's ceiling) or add a budget "+
 					"(kind tokens or quota), or silence HL008 with a reason", st.MaxAttempts, st.MaxAttempts, st.MaxAttempts)
 		}
+		if st.Hedge != nil && st.Budget == nil {
+			add(ruleHedgeNoBudget, path+".hedge",
+				"hedging without a budget: when every request is slow every one is hedged, up to %d copies each, just when the server "+
+					"is slowest, and a spike can latch it; give the strategy a budget, or silence HL013 with a reason", 1+st.Hedge.Max)
+		}
+		if perSecond, who, ok := s.sharedRetryRate(st); ok && perSecond < 1 {
+			add(ruleSharedBudgetTooSmall, path+".budget",
+				"%s budget allows at most %.2g retries a second to %s in an outage where calls fail fast: a blip exhausts it and "+
+					"every later failure is given up; raise its floor, or share it among more senders, or silence HL014 with a reason",
+				st.Budget.Kind, perSecond, who)
+		}
 	}
 	if s.Graph() && s.validGraph() {
 		s.lintGraph(add)
@@ -269,6 +297,9 @@ func honorsRetryAfter(mode string) bool {
 // is a fleet by itself; with workers, a sender has at most that many in
 // flight.
 func (w Workload) inFlight() (n int, fleet string) {
+	if c := w.Clients; c != nil {
+		return c.Count, fmt.Sprintf("a closed loop of %s, one request in flight each", lintCount(c.Count, "client"))
+	}
 	requests := "uncapped poisson arrivals"
 	if w.Requests > 0 {
 		requests = count(w.Requests) + " requests"
@@ -287,6 +318,48 @@ func (w Workload) inFlight() (n int, fleet string) {
 		n = min(n, w.Requests)
 	}
 	return n, fmt.Sprintf("%s, %s x %s", requests, lintCount(w.Senders, "sender"), lintCount(w.Workers, "worker"))
+}
+
+// sharedRetryRate returns, for an envoy or finagle budget, the retries a
+// second it allows the senders that hold one in an outage where calls
+// fail at once, and who they are; false for other budgets, or when the
+// workload's rate is not known (a burst, or one sender per request).
+func (s *Scenario) sharedRetryRate(st Strategy) (float64, string, bool) {
+	b := st.Budget
+	if b == nil || (b.Kind != "envoy" && b.Kind != "finagle") {
+		return 0, "", false
+	}
+	w := s.Workload
+	share, who := 1.0, "the whole fleet"
+	switch {
+	case b.Scope == ScopeGroup && w.Senders > 0:
+		share, who = float64(b.GroupSize)/float64(w.Senders), fmt.Sprintf("each group of %s", lintCount(b.GroupSize, "sender"))
+	case b.Scope != ScopeFleet && b.Scope != ScopeGroup && w.Senders > 0:
+		share, who = 1/float64(w.Senders), "each sender"
+	case b.Scope != ScopeFleet:
+		return 0, "", false
+	}
+	if b.Kind == "envoy" {
+		wait := st.Backoff.firstStep()
+		if wait <= 0 {
+			return 0, "", false
+		}
+		return float64(b.MinConcurrency) / wait.Seconds(), who, true
+	}
+	var rate float64
+	switch a := w.Arrival; {
+	case w.Clients != nil && w.Clients.ThinkTime > 0:
+		rate = float64(w.Clients.Count) / w.Clients.ThinkTime.Seconds()
+	case w.Clients != nil:
+		return 0, "", false
+	case a.Kind == Poisson:
+		rate = a.Rate
+	case a.Kind == Uniform && a.Until > a.From:
+		rate = float64(w.Requests) / (a.Until - a.From).Seconds()
+	default:
+		return 0, "", false
+	}
+	return b.Percent/100*rate*share + b.MinPerSecond, who, true
 }
 
 // lintCount returns "1 noun" or "N nouns", N with thousands separators.

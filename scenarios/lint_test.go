@@ -188,6 +188,30 @@ var lintSteps = map[string][]lintStep{
 		{"6 attempts with a budget", oneRequest,
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 6", "budget: {kind: quota}"}, nil},
 	},
+	"HL013": {
+		{"a hedge without a budget", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 1", "hedge: {delay: 50ms}"},
+			[]string{"HL013 strategies[0].hedge 7:12"}},
+		{"a hedge with a budget", oneRequest,
+			[]string{"backoff: {kind: none}", "max_attempts: 1", "hedge: {delay: 50ms}", "budget: {kind: tokens}"}, nil},
+	},
+	"HL014": {
+		{"finagle per sender: 10% of 1 request a second, no reserve", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: finagle, percent: 10, min_per_second: 0}"},
+			[]string{"HL014 strategies[0].budget 7:13"}},
+		{"finagle held by the fleet: 10 a second", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: finagle, percent: 10, min_per_second: 0, scope: fleet}"}, nil},
+		{"finagle per sender with its default reserve of 10 a second", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: finagle, percent: 10}"}, nil},
+		{"finagle in groups of 5: 0.5 a second", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: finagle, percent: 10, min_per_second: 0, scope: group, group_size: 5}"},
+			[]string{"HL014 strategies[0].budget 7:13"}},
+		{"envoy: 3 retries held 10 s each", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter, base: 10s}", "max_attempts: 3", "budget: {kind: envoy, scope: fleet}"},
+			[]string{"HL014 strategies[0].budget 7:13"}},
+		{"envoy: 3 retries held 1 s each", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
+			[]string{"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 3", "budget: {kind: envoy, scope: fleet}"}, nil},
+	},
 	"HL009": {
 		{"a fixed 1ns delay, unlimited attempts", oneRequest,
 			[]string{"backoff: {kind: fixed, delay: 1ns}"},
@@ -342,7 +366,7 @@ func TestLintRules(t *testing.T) {
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
 		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 12)
+	assert.Len(t, LintRules, 14)
 }
 
 func TestLintMessages(t *testing.T) {

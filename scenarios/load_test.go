@@ -425,3 +425,39 @@ func TestClosedLoopClients(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "dlq.replay: a closed loop cannot replay its dead letters")
 }
+
+func TestHedgePolicies(t *testing.T) {
+	s, err := Parse("hedge.yaml", []byte(`name: hedge
+workload: {requests: 100}
+strategies:
+  - {name: fixed, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 50ms}}
+  - {name: p95, backoff: {kind: none}, max_attempts: 1, hedge: {delay: p95, max: 2, cancel: true}}
+`))
+	require.NoError(t, err)
+	assert.Equal(t, &strategies.Hedge{Delay: 50 * time.Millisecond, Max: 1}, s.Strategies[0].Policy().Hedge)
+	assert.Equal(t, &strategies.Hedge{Percentile: 95, Max: 2, Cancel: true}, s.Strategies[1].Policy().Hedge)
+	assert.Equal(t, "p95", s.Strategies[1].Hedge.Delay.String())
+
+	for _, tc := range []struct{ setting, want string }{
+		{"hedge: {max: 1}", "strategies[0].hedge.delay: missing: a hedge goes after a delay"},
+		{"hedge: {delay: p100}", "strategies[0].hedge.delay: a percentile must be in (0,100), got p100"},
+		{"hedge: {delay: p0}", "strategies[0].hedge.delay: missing"},
+		{"hedge: {delay: soon}", `strategies[0].hedge.delay: want a duration such as 50ms or a percentile such as p95, got "soon"`},
+		{"hedge: {delay: pxx}", `strategies[0].hedge.delay: want a duration such as 50ms or a percentile such as p95, got "pxx"`},
+		{"hedge: {delay: 10ms, max: 5}", "strategies[0].hedge.max: must be in [1,4]"},
+		{"hedge: {delay: -1s}", "strategies[0].hedge.delay: missing"},
+	} {
+		_, err := Parse("bad.yaml", []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 3, "+tc.setting+"}\n"))
+		require.Error(t, err, tc.setting)
+		assert.Contains(t, err.Error(), tc.want, tc.setting)
+		assert.Contains(t, err.Error(), "bad.yaml:4:", tc.setting)
+	}
+	_, err = Parse("g.yaml", []byte(`services:
+  - {name: api, service_time: 10ms, calls: [{service: db}]}
+  - {name: db, service_time: 5ms}
+workload: {requests: 100}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 10ms}}]
+`))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "strategies[0].hedge: hedging is not in service graphs yet")
+}

@@ -1,6 +1,9 @@
 package scenarios
 
 import (
+	"math"
+	"strconv"
+	"strings"
 	"time"
 
 	"go.yaml.in/yaml/v3"
@@ -31,6 +34,9 @@ type Strategy struct {
 	// Throttle is a client-side throttle in front of every attempt: kind
 	// sre, failsafe or aws-adaptive; default none.
 	Throttle *Throttle `yaml:"throttle"`
+	// Hedge sends hedged copies of an attempt without an answer; default
+	// none.
+	Hedge *Hedge `yaml:"hedge"`
 	// IgnorePushback makes the senders ignore the server's gRPC pushback
 	// hints; default false: a hint is the wait before the next retry, and
 	// a negative one means do not retry.
@@ -334,8 +340,60 @@ func (s Strategy) Policy() *strategies.Policy {
 			On:               outcomeSet(t.On),
 		}
 	}
+	if h := s.Hedge; h != nil {
+		p.Hedge = &strategies.Hedge{Delay: h.Delay.Duration, Percentile: h.Delay.Percentile, Max: h.Max, Cancel: h.Cancel}
+	}
 	p.IgnorePushback = s.IgnorePushback
 	return p
+}
+
+// Hedge is a hedging policy: after Delay (a duration, or a percentile of
+// the latencies the sender has observed, written p95) without an answer,
+// another copy of the attempt goes, up to Max (default 1); Cancel (default
+// false) makes the winner cancel the others.
+type Hedge struct {
+	Delay  HedgeDelay `yaml:"delay"`
+	Max    int        `yaml:"max"`
+	Cancel bool       `yaml:"cancel"`
+}
+
+func (h *Hedge) setDefaults() { h.Max = 1 }
+
+// HedgeDelay is a hedge's delay: a fixed Duration, or, when Percentile
+// is set, that percentile of observed latencies (written p95, p99.9).
+type HedgeDelay struct {
+	Duration   time.Duration
+	Percentile float64
+}
+
+func (h *HedgeDelay) decodeNode(d *decoder, n *yaml.Node, path string) bool {
+	if !d.scalar(n, path, "a duration or a percentile such as p95") {
+		return true
+	}
+	if rest, ok := strings.CutPrefix(n.Value, "p"); ok {
+		x, err := strconv.ParseFloat(rest, 64)
+		if err != nil || math.IsNaN(x) {
+			d.failAt(n, path, "want a duration such as 50ms or a percentile such as p95, got %q", n.Value)
+			return true
+		}
+		*h = HedgeDelay{Percentile: x}
+		return true
+	}
+	dur, err := parseDuration(n.Value)
+	if err != nil {
+		d.failAt(n, path, "want a duration such as 50ms or a percentile such as p95, got %q", n.Value)
+		return true
+	}
+	*h = HedgeDelay{Duration: dur}
+	return true
+}
+
+// String returns the delay as written in a file.
+func (h HedgeDelay) String() string {
+	if h.Percentile > 0 {
+		return "p" + strconv.FormatFloat(h.Percentile, 'f', -1, 64)
+	}
+	return h.Duration.String()
 }
 
 // Throttle is a client-side throttle per sender: kind sre (Google's SRE

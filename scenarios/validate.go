@@ -197,6 +197,11 @@ func (s *Scenario) Validate() error {
 			seen[st.Name] = i
 		}
 		st.validate(&p, path)
+		if st.Hedge != nil && s.Services != nil {
+			p.add(path+".hedge", "hedging is not in service graphs yet: hedge in a scenario of one server")
+		} else if st.Hedge != nil && s.Server.Model == ModelOCC {
+			p.add(path+".hedge", "model occ has one write in flight a request: hedging is for the queue model")
+		}
 		if b := st.Budget; b.Shared() && b.Scope == ScopeGroup && b.GroupSize > 0 {
 			if fleet := s.Workload.Senders; fleet > 0 && b.GroupSize > fleet {
 				p.add(path+".budget.group_size", "%d senders a group, but the fleet has %d (workload.senders): use scope fleet, or a smaller group", b.GroupSize, fleet)
@@ -399,6 +404,17 @@ func (s *Strategy) validate(p *problems, path string) {
 	}
 	if t := s.Throttle; t != nil {
 		t.validate(p, path+".throttle")
+	}
+	if h := s.Hedge; h != nil {
+		switch d := h.Delay; {
+		case d.Percentile != 0 && (d.Percentile <= 0 || d.Percentile >= 100):
+			p.add(path+".hedge.delay", "a percentile must be in (0,100), got p%v", d.Percentile)
+		case d.Percentile == 0 && d.Duration <= 0:
+			p.add(path+".hedge.delay", "missing: a hedge goes after a delay, such as 50ms or p95 (a percentile of the latencies seen)")
+		}
+		if h.Max < 1 || h.Max > strategies.MaxHedges {
+			p.add(path+".hedge.max", "must be in [1,%d] (gRPC allows 5 attempts in all), got %d", strategies.MaxHedges, h.Max)
+		}
 	}
 }
 

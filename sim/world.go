@@ -28,6 +28,7 @@ const (
 	evOCCRead                // occ: attempt b of request a reads the row's version at the server
 	evOCCWrite               // occ: attempt b of request a, having read, sends its conditional write
 	evOutageEnd              // the last outage ends: what is left to recover is counted
+	evHedge                  // a hedge of request a's attempt whose first copy is b is due
 	evResponse               // + outcome: the answer to attempt b of request a reaches its sender
 )
 
@@ -99,6 +100,7 @@ type world struct {
 	workload
 	deadLetters
 	occModel
+	hedging
 
 	lastOutageEnd time.Duration
 	completion    time.Duration // the latest final state of any request
@@ -186,6 +188,10 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	if w.workers > 0 {
 		w.next = make([]int32, 0, capacity)
+	}
+	if h := w.policy.Hedge; h != nil {
+		w.hedge = h
+		w.copies = make([]copies, 0, capacity)
 	}
 	if sc.Server.Model == scenarios.ModelOCC {
 		w.occ = true
@@ -323,15 +329,15 @@ func (w *world) advance(t time.Duration) {
 // bucket.
 func (w *world) sample() {
 	b := &w.run.Series[w.sampled]
-	b.Queue = int64(w.queue.len())
+	b.Queue = int64(w.queued())
 	b.InFlight = int64(w.busy)
 	b.DLQ = int64(w.dlqDepth)
 	b.Delayed = int64(w.delayed)
 	// A last bucket cut short by the horizon ends there.
 	start, end := w.nextSample-w.bucket, min(w.nextSample, w.horizon)
 	b.QueueMax = int64(w.queueMax)
-	b.QueueMean = (w.queueArea + float64(w.queue.len())*float64(end-w.queueAt)) / float64(end-start)
-	w.queueAt, w.queueArea, w.queueMax = end, 0, w.queue.len()
+	b.QueueMean = (w.queueArea + float64(w.queued())*float64(end-w.queueAt)) / float64(end-start)
+	w.queueAt, w.queueArea, w.queueMax = end, 0, w.queued()
 	w.sampled++
 	w.nextSample += w.bucket
 }
@@ -352,15 +358,21 @@ func (w *world) handle(e event) {
 	case evTimeout:
 		// An answer due at this very instant still counts: give up only
 		// after every other event now.
-		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
+		if r := &w.reqs[e.a]; w.live(r, e.a, e.b) {
 			w.q.push(w.now, evDeadline, e.a, e.b)
 		}
 	case evDeadline:
-		if r := &w.reqs[e.a]; r.state == stInFlight && r.tag == e.b {
+		if r := &w.reqs[e.a]; w.live(r, e.a, e.b) {
 			w.run.TimedOut++
 			w.current().TimedOut++
-			w.outcome(e.a, strategies.Timeout)
+			if w.copies != nil {
+				w.copyAnswered(e.a, e.b, strategies.Timeout)
+			} else {
+				w.outcome(e.a, strategies.Timeout)
+			}
 		}
+	case evHedge:
+		w.hedgeDue(e.a, e.b)
 	case evReplay:
 		w.replay(e.a)
 	case evWarmup:

@@ -61,6 +61,9 @@ func (w *world) newRequestFrom(s int32) {
 	if w.versions != nil {
 		w.versions = append(w.versions, 0)
 	}
+	if w.copies != nil {
+		w.copies = append(w.copies, copies{})
+	}
 	w.arrived++
 	w.try(i)
 }
@@ -109,10 +112,19 @@ func (w *world) try(i int32) {
 		w.q.push(w.now+w.latency.sample(w.rNet), evOCCRead, i, r.tag)
 		return
 	}
+	if w.copies != nil {
+		w.firstCopy(r, i)
+	}
+	w.send(i, r.tag)
+}
+
+// send sends attempt tag of request i now: it reaches the server after
+// the network's latency.
+func (w *world) send(i, tag int32) {
 	if w.latency.zero() {
-		w.atServer(i, r.tag)
+		w.atServer(i, tag)
 	} else {
-		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, r.tag)
+		w.q.push(w.now+w.latency.sample(w.rNet), evAtServer, i, tag)
 	}
 }
 
@@ -144,11 +156,11 @@ func (w *world) release(s int32) {
 // timeout, unless an answer comes first.
 func (w *world) expire(i, tag int32) {
 	r := &w.reqs[i]
-	if r.state != stInFlight || r.tag != tag {
+	if !w.live(r, i, tag) {
 		return
 	}
 	if t := w.policy.Timeout; t > 0 {
-		w.q.push(max(r.sentAt+t, w.now), evTimeout, i, tag)
+		w.q.push(max(w.sentAt(r, i, tag)+t, w.now), evTimeout, i, tag)
 	}
 }
 
@@ -166,12 +178,20 @@ func (w *world) reply(i, tag int32, o strategies.Outcome) {
 // sender now. An answer after the sender gave up is dropped.
 func (w *world) response(i, tag int32, o strategies.Outcome) {
 	r := &w.reqs[i]
-	if r.state != stInFlight || r.tag != tag {
+	if w.copies != nil && o == strategies.Success && tag == w.copies[i].base && w.hedge.Percentile > 0 {
+		// The first copy's latency, live or not: the service's.
+		w.policy.Observe(&w.senders[r.sender].retry, w.now-w.copies[i].sentAt[0])
+	}
+	if !w.live(r, i, tag) {
 		return
 	}
-	if t := w.policy.Timeout; t > 0 && w.now-r.sentAt > t {
+	if t := w.policy.Timeout; t > 0 && w.now-w.sentAt(r, i, tag) > t {
 		// The answer arrives after the timeout: the timeout event, at
 		// an earlier time, has already handled the attempt.
+		return
+	}
+	if w.copies != nil {
+		w.copyAnswered(i, tag, o)
 		return
 	}
 	w.outcome(i, o)

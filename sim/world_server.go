@@ -66,7 +66,7 @@ func (w *world) atServer(i, tag int32) {
 	w.run.Attempts++
 	b := w.current()
 	b.Attempts++
-	if r.state == stInFlight && r.tag == tag {
+	if w.live(r, i, tag) {
 		r.arrived = int32(w.sampled)
 	}
 	srv := &w.sc.Server
@@ -106,7 +106,7 @@ func (w *world) atServer(i, tag int32) {
 		}
 		return
 	}
-	if w.queueLimit >= 0 && w.queue.len() >= w.queueLimit {
+	if w.queueLimit >= 0 && w.queued() >= w.queueLimit {
 		w.run.Rejected++
 		b.Rejected++
 		w.reply(i, tag, strategies.ServerError)
@@ -114,7 +114,8 @@ func (w *world) atServer(i, tag int32) {
 	}
 	w.queueChange()
 	w.queue.push(i, tag)
-	w.queueMax = max(w.queueMax, w.queue.len())
+	w.enqueued(i)
+	w.queueMax = max(w.queueMax, w.queued())
 	w.expire(i, tag)
 }
 
@@ -185,8 +186,8 @@ func (w *world) retryAfterHint() uint32 {
 // will be done; false when there is no work to do.
 func (w *world) serve(i, tag int32) (time.Duration, bool) {
 	r := &w.reqs[i]
-	if w.sc.Server.DropExpired && (r.state != stInFlight || r.tag != tag) {
-		return 0, false // its sender has given up: skip the work
+	if (w.sc.Server.DropExpired || w.hedge != nil && w.hedge.Cancel) && !w.live(r, i, tag) {
+		return 0, false // its sender has given up, or cancelled it: skip the work
 	}
 	if w.sc.Server.Idempotency && r.flags&flagStarted != 0 {
 		w.reply(i, tag, w.cached(r))
@@ -232,8 +233,7 @@ func (w *world) served(i, tag int32) {
 		w.run.Duplicates++
 	}
 	r.flags |= flagProcessed
-	waiting := r.state == stInFlight && r.tag == tag
-	if !waiting {
+	if !w.live(r, i, tag) {
 		w.run.Wasted++
 	}
 	if p := w.sc.Server.ResponseLoss; p > 0 && w.rFault.Float64() < p {
@@ -249,7 +249,9 @@ func (w *world) served(i, tag int32) {
 func (w *world) startQueued() {
 	for w.queue.len() > 0 && w.busy < w.capacity() {
 		w.queueChange()
-		w.serve(w.queue.pop())
+		i, tag := w.queue.pop()
+		w.dequeued(i)
+		w.serve(i, tag)
 	}
 }
 
@@ -257,7 +259,7 @@ func (w *world) startQueued() {
 // changes: the bucket's integral of the length grows by length x time
 // since the last change.
 func (w *world) queueChange() {
-	w.queueArea += float64(w.queue.len()) * float64(w.now-w.queueAt)
+	w.queueArea += float64(w.queued()) * float64(w.now-w.queueAt)
 	w.queueAt = w.now
 }
 

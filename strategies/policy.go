@@ -37,6 +37,10 @@ type Policy struct {
 	// Throttle, when not nil, is the client-side throttle each sender
 	// keeps in front of its attempts.
 	Throttle *Throttle
+	// Hedge, when not nil, sends hedged copies of an attempt that has no
+	// answer yet (see Hedge). The driver sends them: the policy says when
+	// (HedgeDelay) and whether the budget allows one (AllowHedge).
+	Hedge *Hedge
 	// IgnorePushback makes the policy ignore gRPC's pushback hint
 	// (grpc-retry-pushback-ms). By default it is honored: a hint of 0 or
 	// more is the wait before the next retry, and restarts the backoff
@@ -65,6 +69,7 @@ type Sender struct {
 type senderExt struct {
 	shared   *SharedBudget
 	throttle ThrottleState
+	latency  psquare // its successful attempts' latencies, for a percentile hedge delay
 }
 
 func (s *Sender) extended() *senderExt {
@@ -93,7 +98,7 @@ func (s *Sender) Throttle() *ThrottleState {
 // breaker, a budget or a throttle): a driver without senders passes a
 // nil Sender to Begin and Done only when it does not.
 func (p *Policy) PerSender() bool {
-	return p.Breaker != nil || p.Budget != nil || p.Throttle != nil
+	return p.Breaker != nil || p.Budget != nil || p.Throttle != nil || (p.Hedge != nil && p.Hedge.Percentile > 0)
 }
 
 // Request is one request's retry state. The zero value is a request that
