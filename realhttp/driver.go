@@ -536,6 +536,9 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	}
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	d.run = results.NewRun(st.Name, run, buckets)
+	if t := d.policy.Throttle; t != nil && t.Kind == strategies.ThrottleAWSAdaptive {
+		d.run.ClientRates = make([]results.ClientRate, buckets)
+	}
 	d.nextSample = sc.Bucket
 	d.stats = DriverStats{TimeScale: scale, Outcomes: map[string]int64{}, MaxConns: conns, LateBy: d.lateBy}
 	return d, closeIdle, nil
@@ -686,6 +689,9 @@ func (d *driver) sample() {
 	b.InFlight = int64(d.inFlight)
 	b.DLQ = int64(d.dlqDepth)
 	b.Delayed = int64(d.delayed)
+	if d.run.ClientRates != nil {
+		d.run.ClientRates[d.sampled] = d.clientRates()
+	}
 	d.sampled++
 	d.nextSample += d.bucket
 	if d.progress != nil {
@@ -804,6 +810,19 @@ func (d *driver) send(i int32) {
 	tag := r.tag
 	ctx := d.copyContext(i, tag)
 	d.wg.Go(func() { d.attempt(ctx, i, tag, call) })
+}
+
+// clientRates sums the senders' adaptive rate limiters (a few thousand
+// senders at most in real HTTP: summed at each bucket's end).
+func (d *driver) clientRates() results.ClientRate {
+	var c results.ClientRate
+	for i := range d.senders {
+		if rate, on := d.policy.Throttle.Rate(d.senders[i].retry.Throttle()); on {
+			c.Limited++
+			c.Rate += rate
+		}
+	}
+	return c
 }
 
 // senderOf returns request r's sender state, nil when the policy keeps

@@ -450,3 +450,13 @@ func TestServiceTableSaysNoLoad(t *testing.T) {
 	assert.Equal(t, "0s", rows[1][5])
 	assert.Equal(t, "no load", rows[2][5])
 }
+
+func TestWriteClientRates(t *testing.T) {
+	runs := []*Run{
+		{Strategy: "plain", Run: 0},
+		{Strategy: "adaptive", Run: 1, ClientRates: []ClientRate{{}, {Limited: 3, Rate: 70.5}}},
+	}
+	var b strings.Builder
+	require.NoError(t, WriteClientRates(&b, time.Second, runs))
+	assert.Equal(t, "strategy,run,t,limited_senders,rate_per_s\nadaptive,1,0,0,0\nadaptive,1,1,3,70.5\n", b.String())
+}

@@ -38,6 +38,9 @@ type Run struct {
 	SharedBudgetDenied int64 // retries denied by a budget shared by a group of senders
 	Hedges             int64 // hedged copies sent
 	HedgeWins          int64 // requests a hedged copy delivered
+	// ClientRates is, with the AWS SDKs' adaptive rate limiter, the
+	// senders' limiters at the end of each bucket; nil without one.
+	ClientRates []ClientRate
 
 	// Backlog counts the requests left to recover at the end of the last
 	// outage: created by then and neither delivered nor dead-lettered. It
@@ -100,6 +103,15 @@ type Bucket struct {
 	// time (the integral of the length over the bucket, divided by its
 	// width; the last bucket's width ends at the horizon): requests.
 	QueueMean float64
+}
+
+// ClientRate is the state of a fleet's client rate limiters (the AWS
+// SDKs' adaptive mode) at a bucket's end: how many senders' limiters are
+// on (after a throttle; the others send freely), and the sum of their
+// fill rates, in attempts a second.
+type ClientRate struct {
+	Limited int64
+	Rate    float64
 }
 
 // Breakdown is what became of the attempts that reached the server in

@@ -242,6 +242,25 @@ func MeanServiceFigures(runs []ServiceFigures) ServiceFigures {
 	return m
 }
 
+// ClientRatesHeader is the header of client_rates.csv.
+const ClientRatesHeader = "strategy,run,t,limited_senders,rate_per_s\n"
+
+// WriteClientRates writes client_rates.csv: per strategy, run and bucket,
+// the senders whose adaptive rate limiter is on and the sum of their
+// fill rates (see ClientRate). Runs without one write nothing but the
+// header.
+func WriteClientRates(w io.Writer, bucket time.Duration, runs []*Run) error {
+	var b []byte
+	b = append(b, ClientRatesHeader...)
+	for _, r := range runs {
+		for i, c := range r.ClientRates {
+			b = fmt.Appendf(b, "%s,%d,%s,%d,%s\n", r.Strategy, r.Run, Decimal((time.Duration(i) * bucket).Seconds()), c.Limited, Decimal(c.Rate))
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
 // ServicesHeader is the header of services.csv.
 const ServicesHeader = "strategy,run,service,replica,t,attempts,ok,not_ok,rejected,throttled,queue,in_flight,queue_max,queue_mean,cache_lookups,cache_hits\n"
 

@@ -84,6 +84,9 @@ type Backoff struct {
 	Cap        time.Duration `yaml:"cap"`
 	Multiplier float64       `yaml:"multiplier"`
 	Jitter     float64       `yaml:"jitter"`
+	// ThrottleBase, for the kinds with a base, is the base of the waits
+	// after a 429 (on the same sequence); 0, the default, means base.
+	ThrottleBase time.Duration `yaml:"throttle_base"`
 }
 
 // The backoff kinds.
@@ -101,12 +104,12 @@ const (
 var backoffKeys = map[string][]string{
 	BackoffNone:                 {},
 	BackoffFixed:                {"delay"},
-	BackoffExponential:          {"base", "cap", "multiplier"},
-	BackoffFullJitter:           {"base", "cap", "multiplier"},
-	BackoffEqualJitter:          {"base", "cap", "multiplier"},
-	BackoffProportionalJitter:   {"base", "cap", "multiplier", "jitter"},
-	BackoffDecorrelatedJitter:   {"base", "cap"},
-	BackoffDecorrelatedJitterV2: {"base", "cap"},
+	BackoffExponential:          {"base", "cap", "multiplier", "throttle_base"},
+	BackoffFullJitter:           {"base", "cap", "multiplier", "throttle_base"},
+	BackoffEqualJitter:          {"base", "cap", "multiplier", "throttle_base"},
+	BackoffProportionalJitter:   {"base", "cap", "multiplier", "jitter", "throttle_base"},
+	BackoffDecorrelatedJitter:   {"base", "cap", "throttle_base"},
+	BackoffDecorrelatedJitterV2: {"base", "cap", "throttle_base"},
 }
 
 func (b *Backoff) setDefaults() {
@@ -284,6 +287,10 @@ func (s Strategy) Policy() *strategies.Policy {
 		MaxElapsed:  s.MaxElapsed,
 		Timeout:     s.Timeout,
 		RetryOn:     outcomeSet(s.RetryOn),
+	}
+	if tb := s.Backoff; tb.ThrottleBase > 0 {
+		tb.Base = tb.ThrottleBase
+		p.ThrottleBackoff = tb.Policy()
 	}
 	p.RetryAfter.Mode, _ = strategies.ParseRetryAfterMode(s.RetryAfter.Mode)
 	p.RetryAfter.Cap = s.RetryAfter.Cap

@@ -463,6 +463,12 @@ func (b *Backoff) validate(p *problems, path string) {
 			p.add(path+".cap", "must be >= base (%s), got %s", b.Base, b.Cap)
 		}
 	}
+	if has("throttle_base") && b.ThrottleBase != 0 {
+		p.positive(path+".throttle_base", b.ThrottleBase)
+		if b.ThrottleBase > b.Cap {
+			p.add(path+".throttle_base", "must be <= cap (%s), got %s", b.Cap, b.ThrottleBase)
+		}
+	}
 	if has("multiplier") && b.Multiplier < 1 {
 		p.add(path+".multiplier", "must be >= 1, got %v", b.Multiplier)
 	}

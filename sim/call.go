@@ -232,7 +232,14 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	if cl.job < 0 && o != strategies.Success {
 		g.run.Series[g.current()].Failed++
 	}
-	d := e.policy.Done(e.sender(cl.sender), &cl.retry, cl.permit, g.now, res, g.rRetry)
+	var d strategies.Decision
+	if sd := e.sender(cl.sender); cl.job < 0 && g.fleet.rates.throttle != nil {
+		r0, on0 := g.fleet.rates.rate(sd)
+		d = e.policy.Done(sd, &cl.retry, cl.permit, g.now, res, g.rRetry)
+		g.fleet.rates.changed(sd, r0, on0)
+	} else {
+		d = e.policy.Done(sd, &cl.retry, cl.permit, g.now, res, g.rRetry)
+	}
 	if d.Reason == strategies.BudgetDenied && cl.job < 0 && e.policy.Budget.Shared() {
 		g.run.SharedBudgetDenied++
 	}

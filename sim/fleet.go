@@ -20,10 +20,12 @@ type fleet struct {
 	dead       int                // requests dead-lettered
 	delayed    int                // requests waiting for their backoff now
 	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
+	rates      clientRates        // the fleet's adaptive rate limiters
 }
 
 func newFleet(sc *scenarios.Scenario, e *edge) fleet {
-	f := fleet{arrival: sc.Workload.Arrival, limit: sc.Workload.Requests, senders: sc.Workload.Senders, clients: sc.Workload.Clients}
+	f := fleet{arrival: sc.Workload.Arrival, limit: sc.Workload.Requests, senders: sc.Workload.Senders, clients: sc.Workload.Clients,
+		rates: newClientRates(e.policy)}
 	if sc.Workload.Uncapped() {
 		f.limit = -1
 	}

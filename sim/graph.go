@@ -123,6 +123,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 	}
 	g.fleet = newFleet(sc, &g.edges[0])
+	if g.fleet.rates.throttle != nil {
+		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
+	}
 	return g
 }
 
@@ -227,6 +230,9 @@ func (g *graph) sample() {
 	b.Queue, b.InFlight, b.QueueMax, b.QueueMean = t.Queue, t.InFlight, t.QueueMax, t.QueueMean
 	b.DLQ = int64(g.fleet.dead)
 	b.Delayed = int64(g.fleet.delayed)
+	if g.run.ClientRates != nil {
+		g.run.ClientRates[g.sampled] = g.fleet.rates.sample()
+	}
 	g.sampled++
 	g.nextSample += g.bucket
 }

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/zeontools/herdlab/results"
 )
@@ -191,6 +192,21 @@ strategies:
 	assert.Greater(t, accepted, 80.0)
 	assert.Positive(t, adaptive.RateLimited)
 	assert.Greater(t, steady(standard, 30, attempts)/90, 1000.0, "without the limiter every request and its retries go")
+
+	// The limiter's rate over time: on from the first throttle, and
+	// about the 100/s the backend takes.
+	require.Len(t, adaptive.ClientRates, len(adaptive.Series))
+	assert.Nil(t, standard.ClientRates)
+	var rates []float64
+	for _, c := range adaptive.ClientRates[30:] {
+		assert.Equal(t, int64(1), c.Limited)
+		rates = append(rates, c.Rate)
+	}
+	mean := 0.0
+	for _, r := range rates {
+		mean += r / float64(len(rates))
+	}
+	assert.InDelta(t, 100, mean, 30, "the fill rate hovers about the backend's rate")
 }
 
 // closedOpen is Brooker's flaky dependency (failure probability 0.75,

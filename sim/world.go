@@ -198,6 +198,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		w.versions = make([]int64, 0, capacity)
 	}
 	w.sharedBudget = w.policy.Budget.Shared()
+	w.rates = newClientRates(w.policy)
 	if w.policy.PerSender() || w.workers > 0 {
 		w.groups = strategies.NewGroups(w.policy)
 		if n := sc.Workload.Senders; n > 0 {
@@ -214,6 +215,9 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	w.run = results.NewRun(st.Name, run, buckets)
 	w.run.QueueTracked = true
+	if w.rates.throttle != nil {
+		w.run.ClientRates = make([]results.ClientRate, buckets)
+	}
 	w.nextSample = sc.Bucket
 	return w
 }
@@ -338,6 +342,9 @@ func (w *world) sample() {
 	b.QueueMax = int64(w.queueMax)
 	b.QueueMean = (w.queueArea + float64(w.queued())*float64(end-w.queueAt)) / float64(end-start)
 	w.queueAt, w.queueArea, w.queueMax = end, 0, w.queued()
+	if w.run.ClientRates != nil {
+		w.run.ClientRates[w.sampled] = w.rates.sample()
+	}
 	w.sampled++
 	w.nextSample += w.bucket
 }

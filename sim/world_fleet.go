@@ -18,6 +18,7 @@ type workload struct {
 	delayed    int               // requests waiting for their backoff now
 	groups     *strategies.Groups
 	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
+	rates      clientRates
 	// sharedBudget is set when the strategy's budget is held by a group
 	// of senders: its denials are counted.
 	sharedBudget bool
@@ -228,7 +229,14 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	if w.permits != nil {
 		permit = w.permits[i]
 	}
-	d := w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+	var d strategies.Decision
+	if w.rates.throttle != nil {
+		r0, on0 := w.rates.rate(sd)
+		d = w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+		w.rates.changed(sd, r0, on0)
+	} else {
+		d = w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+	}
 	if d.Reason == strategies.BudgetDenied && w.sharedBudget {
 		w.run.SharedBudgetDenied++
 	}

@@ -14,6 +14,11 @@ import (
 type Policy struct {
 	// Backoff computes the wait before each retry; nil means None.
 	Backoff Backoff
+	// ThrottleBackoff, when not nil, computes the wait before a retry
+	// after a 429 instead, on the same sequence (the AWS SDKs' newer
+	// standard profile waits from a 1 s base after a throttle, 50 ms
+	// otherwise: aws-sdk-go-v2 v1.48.0 aws/retry/jitter_backoff.go).
+	ThrottleBackoff Backoff
 	// MaxAttempts bounds the attempts of one request, counting the first;
 	// 0 means unlimited.
 	MaxAttempts int
@@ -351,14 +356,18 @@ func (p *Policy) wait(q *Request, res Result, r *rand.Rand) time.Duration {
 		q.Backoff = BackoffState{}
 		return res.Pushback
 	}
+	b := p.backoff()
+	if res.Outcome == TooManyRequests && p.ThrottleBackoff != nil {
+		b = p.ThrottleBackoff
+	}
 	if !res.HasRetryAfter || p.RetryAfter.Mode == RetryAfterIgnore {
-		return p.backoff().Next(&q.Backoff, r)
+		return b.Next(&q.Backoff, r)
 	}
 	hint := p.RetryAfter.Capped(res.RetryAfter)
 	if p.RetryAfter.Mode == RetryAfterHonor {
 		return hint
 	}
-	return max(hint, p.backoff().Next(&q.Backoff, r))
+	return max(hint, b.Next(&q.Backoff, r))
 }
 
 // retryAfter returns a decision to retry after wait, unless the retry

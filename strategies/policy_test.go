@@ -364,3 +364,15 @@ func TestPolicyPushback(t *testing.T) {
 type fixedSource uint64
 
 func (f fixedSource) Uint64() uint64 { return uint64(f) }
+
+func TestPolicyThrottleBackoff(t *testing.T) {
+	// The AWS SDKs' newer standard profile: 50 ms base, 1 s after a 429,
+	// on one sequence (exponential here, to see the waits exactly).
+	p := &Policy{Backoff: Exponential{Base: 50 * time.Millisecond, Cap: 20 * s}, ThrottleBackoff: Exponential{Base: s, Cap: 20 * s}, MaxAttempts: 5}
+	var sd Sender
+	var q Request
+	r := rand.New(rand.NewPCG(1, 1))
+	assert.Equal(t, 50*time.Millisecond, attempt(p, &sd, &q, 0, fail(ServerError), r).Wait)
+	assert.Equal(t, 2*s, attempt(p, &sd, &q, 0, fail(TooManyRequests), r).Wait, "1 s x 2^1 after a throttle")
+	assert.Equal(t, 200*time.Millisecond, attempt(p, &sd, &q, 0, fail(Timeout), r).Wait, "50 ms x 2^2 after a timeout")
+}

@@ -22,7 +22,7 @@ var runCmd = &command{
 Each strategy runs against the same server, outage and workload, on a
 virtual clock. For each scenario, prints a summary table and writes
 summary.json, summary.csv, timeseries.csv (and services.csv for a graph
-of services), the charts (load, recovery, latency, queue,
+of services, client_rates.csv for the AWS SDKs' adaptive rate limiter), the charts (load, recovery, latency, queue,
 amplification), report.md and a self-contained report.html into the output folder (default out/NAME/; with several files
 and --out DIR, DIR/NAME/).
 Every file is checked before anything runs: bad input exits 2 and writes
@@ -222,6 +222,9 @@ func outputFiles(ctx context.Context, sc *scenarios.Scenario, res *sim.Result, o
 	}
 	if sc.Graph() {
 		files = append(files, results.File{Name: "services.csv", Write: func(w io.Writer) error { return results.WriteServices(w, sc.Bucket, res.Runs) }})
+	}
+	if slices.ContainsFunc(res.Runs, func(r *results.Run) bool { return r.ClientRates != nil }) {
+		files = append(files, results.File{Name: "client_rates.csv", Write: func(w io.Writer) error { return results.WriteClientRates(w, sc.Bucket, res.Runs) }})
 	}
 	files = append(files, results.ImageFiles(images)...)
 	files = append(files,
