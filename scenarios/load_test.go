@@ -356,8 +356,8 @@ strategies:
 `))
 	require.NoError(t, err)
 	p := func(i int) *strategies.Policy { return s.Strategies[i].Policy() }
-	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleSRE, K: 2, SuccessThreshold: 0.9, Window: 2 * time.Minute, MaxRejection: 1}, p(0).Throttle)
-	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleFailsafe, K: 2, SuccessThreshold: 0.8, Window: time.Minute, MaxRejection: 0.9}, p(1).Throttle)
+	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleSRE, K: 2, SuccessThreshold: 0.9, Window: 2 * time.Minute, MaxRejection: 1, Beta: 0.7}, p(0).Throttle)
+	assert.Equal(t, &strategies.Throttle{Kind: strategies.ThrottleFailsafe, K: 2, SuccessThreshold: 0.8, Window: time.Minute, MaxRejection: 0.9, Beta: 0.7}, p(1).Throttle)
 	assert.Equal(t, strategies.ThrottleAWSAdaptive, p(2).Throttle.Kind)
 	assert.Equal(t, 5.0, p(2).Budget.ThrottlingCost)
 	assert.Equal(t, 14.0, p(2).Budget.RetryCost)
@@ -381,7 +381,9 @@ strategies:
 		{"throttle: {kind: sre, max_rejection: 1.5}", "strategies[0].throttle.max_rejection: must be in (0,1]"},
 		{"throttle: {kind: failsafe, success_threshold: 0}", "strategies[0].throttle.success_threshold: must be in (0,1]"},
 		{"throttle: {kind: sre, success_threshold: 0.9}", "strategies[0].throttle.success_threshold: not used by sre (it uses k, window, max_rejection)"},
-		{"throttle: {kind: aws-adaptive, k: 3}", "strategies[0].throttle.k: not used by aws-adaptive (it uses on)"},
+		{"throttle: {kind: aws-adaptive, k: 3}", "strategies[0].throttle.k: not used by aws-adaptive (it uses on, beta)"},
+		{"throttle: {kind: aws-adaptive, beta: 1}", "strategies[0].throttle.beta: must be in (0,1)"},
+		{"throttle: {kind: aws-adaptive, beta: 0}", "strategies[0].throttle.beta: must be in (0,1)"},
 		{"throttle: {kind: cubic}", `strategies[0].throttle.kind: unknown value "cubic" (want one of sre, failsafe, aws-adaptive)`},
 		{"budget: {kind: envoy, percent: 0}", "strategies[0].budget.percent: must be in (0,100]"},
 		{"budget: {kind: envoy, min_concurrency: 0}", "strategies[0].budget.min_concurrency: must be >= 1"},

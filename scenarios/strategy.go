@@ -345,6 +345,7 @@ func (s Strategy) Policy() *strategies.Policy {
 			Window:           t.Window,
 			MaxRejection:     t.MaxRejection,
 			On:               outcomeSet(t.On),
+			Beta:             t.Beta,
 		}
 	}
 	if h := s.Hedge; h != nil {
@@ -415,6 +416,8 @@ type Throttle struct {
 	Window           time.Duration `yaml:"window"`
 	MaxRejection     float64       `yaml:"max_rejection"`
 	On               []string      `yaml:"on"`
+	// Beta is aws-adaptive's cut on a throttle; default 0.7, the SDKs'.
+	Beta float64 `yaml:"beta"`
 }
 
 // The throttle kinds.
@@ -427,12 +430,13 @@ const (
 var throttleKeys = map[string][]string{
 	ThrottleSRE:         {"k", "window", "max_rejection"},
 	ThrottleFailsafe:    {"success_threshold", "window", "max_rejection"},
-	ThrottleAWSAdaptive: {"on"},
+	ThrottleAWSAdaptive: {"on", "beta"},
 }
 
 func (t *Throttle) setDefaults() {
 	t.K = 2
 	t.SuccessThreshold = 0.9
+	t.Beta = strategies.CubicBeta
 }
 
 // checkKeys checks the keys that t's kind uses, and gives the window and

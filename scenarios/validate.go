@@ -433,6 +433,9 @@ func (t *Throttle) validate(p *problems, path string) {
 		}
 	case ThrottleAWSAdaptive:
 		outcomes(p, path+".on", t.On)
+		if t.Beta <= 0 || t.Beta >= 1 {
+			p.add(path+".beta", "must be in (0,1): the rate is cut to beta times the measured rate on a throttle, got %v", t.Beta)
+		}
 		return
 	}
 	p.positive(path+".window", t.Window)

@@ -94,6 +94,9 @@ type Throttle struct {
 	// throttles; 0 means a 429 alone (the SDKs' throttle error codes and
 	// an unmodeled 429).
 	On OutcomeSet
+	// Beta is ThrottleAWSAdaptive's cut on a throttle, in (0, 1); 0
+	// means the SDKs' CubicBeta.
+	Beta float64
 }
 
 // ThrottleState is one sender's throttle: the sliding window's counts, or
@@ -185,7 +188,7 @@ func (t *Throttle) Record(s *ThrottleState, now time.Duration, o Outcome) {
 		if on == 0 {
 			on = Outcomes(TooManyRequests)
 		}
-		s.cubic.update(now, on.Has(o))
+		s.cubic.update(now, on.Has(o), def(t.Beta, CubicBeta))
 	}
 }
 
@@ -290,7 +293,7 @@ func (c *cubicState) refill(now time.Duration) {
 
 // update is adaptiveRateLimit.Update: measure the send rate, then cut
 // the rate on a throttle or grow it along the cubic curve.
-func (c *cubicState) update(now time.Duration, throttled bool) {
+func (c *cubicState) update(now time.Duration, throttled bool, beta float64) {
 	c.start(now)
 	bucket := math.Floor(now.Seconds()*2) / 2
 	c.requests++
@@ -306,12 +309,12 @@ func (c *cubicState) update(now time.Duration, throttled bool) {
 			rate = min(rate, c.fillRate)
 		}
 		c.lastMaxRate = rate
-		c.timeWindow = math.Cbrt(c.lastMaxRate * (1 - CubicBeta) / CubicScale)
+		c.timeWindow = math.Cbrt(c.lastMaxRate * (1 - beta) / CubicScale)
 		c.lastThrottle = now
-		c.calculatedRate = rate * CubicBeta
+		c.calculatedRate = rate * beta
 		c.enabled = true
 	} else {
-		c.timeWindow = math.Cbrt(c.lastMaxRate * (1 - CubicBeta) / CubicScale)
+		c.timeWindow = math.Cbrt(c.lastMaxRate * (1 - beta) / CubicScale)
 		dt := (now - c.lastThrottle).Seconds()
 		c.calculatedRate = CubicScale*math.Pow(dt-c.timeWindow, 3) + c.lastMaxRate
 	}

@@ -188,6 +188,26 @@ func TestCubicRegainsTheRateOnTheCurve(t *testing.T) {
 	assert.Less(t, gap, 20*time.Millisecond, "a step is an attempt at 70/s or more")
 }
 
+func TestCubicBeta(t *testing.T) {
+	// A beta of 0.5 halves the rate on a throttle, and regains W_max
+	// after cbrt(W_max x 0.5 / 0.4) s.
+	th := &strategies.Throttle{Kind: strategies.ThrottleAWSAdaptive, Beta: 0.5}
+	var st strategies.ThrottleState
+	for now := time.Duration(0); now < 10*time.Second; now += 10 * time.Millisecond {
+		th.Record(&st, now, strategies.Success)
+	}
+	th.Record(&st, 10*time.Second, strategies.TooManyRequests)
+	rate, _ := th.Rate(&st)
+	assert.InDelta(t, 50, rate, 0.01, "half of 100/s")
+	k := math.Cbrt(100 * 0.5 / strategies.CubicScale)
+	end := 10*time.Second + time.Duration(k*float64(time.Second))
+	for now := 10*time.Second + 10*time.Millisecond; now <= end; now += 10 * time.Millisecond {
+		th.Record(&st, now, strategies.Success) // still 100 a second
+	}
+	rate, _ = th.Rate(&st)
+	assert.InDelta(t, 100, rate, 0.5, "back at W_max after %.2f s", k)
+}
+
 func TestCubicStepTable(t *testing.T) {
 	// Each row: an attempt's outcome at a time, then the fill rate and
 	// whether the limiter is on. The measured rate is counted in half
