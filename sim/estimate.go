@@ -99,15 +99,21 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	}
 	perReq := int64(unsafe.Sizeof(request{})) + eventsPerReq*eventBytes + 4 // + its place in the dead-letter queue
 	var extras []string
-	anyBreaker, anySenders := false, false
+	anyBreaker, anySenders, anyHedge, anyExt := false, false, false, false
 	for _, st := range sc.Strategies {
 		p := st.Policy()
 		anyBreaker = anyBreaker || p.Breaker != nil
-		anySenders = anySenders || p.Breaker != nil || p.Budget != nil
+		anySenders = anySenders || p.PerSender()
+		anyHedge = anyHedge || p.Hedge != nil
+		anyExt = anyExt || p.Throttle != nil || p.Budget.Shared() || (p.Hedge != nil && p.Hedge.Percentile > 0)
 	}
 	if anyBreaker {
 		perReq += int64(unsafe.Sizeof(strategies.Permit{}))
 		extras = append(extras, "a breaker permit")
+	}
+	if anyHedge {
+		perReq += int64(unsafe.Sizeof(copies{}))
+		extras = append(extras, "its hedged copies")
 	}
 	if sc.Server.RateLimit != nil {
 		perReq += 4
@@ -123,6 +129,9 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		extras = append(extras, "a row version")
 	}
 	senderBytes := int64(unsafe.Sizeof(sender{}))
+	if anyExt {
+		senderBytes += senderExtBytes
+	}
 	if anySenders && sc.Workload.Senders == 0 {
 		perReq += senderBytes
 		extras = append(extras, "a sender of its own")
@@ -145,6 +154,12 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	}
 	return n.total()
 }
+
+// senderExtBytes is what a sender keeps beside its Sender for a
+// throttle, a shared budget or a percentile hedge delay (strategies'
+// senderExt, and a shared budget of its own), with the allocator's
+// rounding.
+const senderExtBytes = 640
 
 // total sums the parts of a run's memory, and sorts them largest first
 // for the message.

@@ -376,3 +376,10 @@ func TestPolicyThrottleBackoff(t *testing.T) {
 	assert.Equal(t, 2*s, attempt(p, &sd, &q, 0, fail(TooManyRequests), r).Wait, "1 s x 2^1 after a throttle")
 	assert.Equal(t, 200*time.Millisecond, attempt(p, &sd, &q, 0, fail(Timeout), r).Wait, "50 ms x 2^2 after a timeout")
 }
+
+func TestSenderExtFitsTheEstimate(t *testing.T) {
+	// sim's estimate counts 640 bytes for what a sender keeps beside its
+	// Sender (sim.senderExtBytes): its extension and a shared budget of
+	// its own.
+	assert.LessOrEqual(t, unsafe.Sizeof(senderExt{})+unsafe.Sizeof(SharedBudget{}), uintptr(640))
+}
