@@ -471,3 +471,20 @@ strategies:
 	_, err = ctl.ResetStrategy(ctx, 1, "nope")
 	assert.ErrorContains(t, err, `no strategy "nope"`)
 }
+
+func TestGraphRefusesHedgingOnACallEdge(t *testing.T) {
+	sc, err := scenarios.Parse("hedge.yaml", []byte(`
+name: hedge
+services:
+  - {name: front, calls: [{service: db, retry: {hedge: {delay: 10ms}}}]}
+  - {name: db}
+workload: {requests: 1}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 50ms}}
+`))
+	require.NoError(t, err)
+	path, err := GraphUnsupported(sc, &sc.Strategies[0])
+	assert.Equal(t, "services[0].calls[0]", path)
+	require.ErrorIs(t, err, ErrGraphUnsupported)
+	assert.ErrorContains(t, err, "the fleet's calls to the target may hedge")
+}

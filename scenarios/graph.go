@@ -284,7 +284,6 @@ var notEdgeFields = map[string]string{
 	"name":                 "an edge's policy takes the strategy's name",
 	"edges":                "edges are set once, in the strategy",
 	"deadline_propagation": "deadline propagation is the strategy's, for every edge",
-	"hedge":                "hedging is not in service graphs yet: hedge in a scenario of one server",
 }
 
 func (e *EdgePolicy) decodeNode(d *decoder, n *yaml.Node, path string) bool {

@@ -454,12 +454,16 @@ strategies:
 		assert.Contains(t, err.Error(), tc.want, tc.setting)
 		assert.Contains(t, err.Error(), "bad.yaml:4:", tc.setting)
 	}
-	_, err = Parse("g.yaml", []byte(`services:
-  - {name: api, service_time: 10ms, calls: [{service: db}]}
+	g, err := Parse("g.yaml", []byte(`services:
+  - {name: api, service_time: 10ms, calls: [{service: db, retry: {hedge: {delay: 20ms, max: 2}}}]}
   - {name: db, service_time: 5ms}
 workload: {requests: 100}
 strategies: [{name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 10ms}}]
 `))
+	require.NoError(t, err, "the fleet's calls and a call edge may hedge")
+	edge := EdgeStrategy(&g.Strategies[0], "api", &g.Services[0].Calls[0])
+	assert.Equal(t, &strategies.Hedge{Delay: 20 * time.Millisecond, Max: 2}, edge.Policy().Hedge)
+	_, err = Parse("occ.yaml", []byte("name: occ\nserver: {model: occ}\nnetwork: {latency: 1ms}\nworkload: {requests: 10}\nstrategies: [{name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 10ms}}]\n"))
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "strategies[0].hedge: hedging is not in service graphs yet")
+	assert.Contains(t, err.Error(), "strategies[0].hedge: model occ has one write in flight a request")
 }

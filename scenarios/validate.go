@@ -197,9 +197,7 @@ func (s *Scenario) Validate() error {
 			seen[st.Name] = i
 		}
 		st.validate(&p, path)
-		if st.Hedge != nil && s.Services != nil {
-			p.add(path+".hedge", "hedging is not in service graphs yet: hedge in a scenario of one server")
-		} else if st.Hedge != nil && s.Server.Model == ModelOCC {
+		if st.Hedge != nil && s.Services == nil && s.Server.Model == ModelOCC {
 			p.add(path+".hedge", "model occ has one write in flight a request: hedging is for the queue model")
 		}
 		if b := st.Budget; b.Shared() && b.Scope == ScopeGroup && b.GroupSize > 0 {

@@ -79,6 +79,9 @@ func (g *graph) newCall(e int32, j int32, slot int) int32 {
 	} else {
 		c = int32(len(g.calls))
 		g.calls = append(g.calls, call{})
+		if g.copies != nil {
+			g.copies = append(g.copies, callCopies{})
+		}
 	}
 	jb := &g.jobs[j]
 	cl := &g.calls[c]
@@ -125,11 +128,25 @@ func (g *graph) try(c int32) {
 	}
 	cl.permit = permit
 	cl.hint = 0 // an earlier attempt's hint is none for this one
-	g.run.Edges[cl.edge].Attempts++
 	cl.state = stInFlight
+	cl.arrived = -1
+	if g.copies != nil {
+		g.copies[c] = callCopies{base: cl.tag + 1}
+	}
+	g.sendCopy(c)
+	if g.copies != nil {
+		g.scheduleHedge(c)
+	}
+}
+
+// sendCopy sends a copy of call c's attempt in flight now (its first,
+// or a hedge) to the replica the callee's balancer picks.
+func (g *graph) sendCopy(c int32) {
+	cl := &g.calls[c]
+	e := &g.edges[cl.edge]
+	g.run.Edges[cl.edge].Attempts++
 	cl.tag++
 	cl.sentAt = g.now
-	cl.arrived = -1
 	cl.until = noDeadline
 	if t := e.policy.Timeout; t > 0 {
 		cl.until = g.now + t
@@ -142,6 +159,12 @@ func (g *graph) try(c int32) {
 	cl.replica = r
 	s.replicas[r].outstanding++
 	j := g.newJob(c, int32(e.callee), r)
+	if g.copies != nil {
+		cp := &g.copies[c]
+		k := cp.sent
+		cp.sentAt[k], cp.until[k], cp.replica[k], cp.job[k], cp.jobGen[k], cp.arrived[k] = g.now, cl.until, r, j, g.jobs[j].gen, -1
+		cp.sent++
+	}
 	g.q.push(g.now+g.latency.sample(g.rNet), gAtService, j, g.jobs[j].gen)
 	if cl.until < g.horizon {
 		g.q.push(cl.until, gTimeout, c, cl.tag)
@@ -190,7 +213,11 @@ func (g *graph) reply(c, tag int32, o strategies.Outcome) {
 // now; an answer after the caller gave up is dropped.
 func (g *graph) response(c, tag int32, o strategies.Outcome) {
 	cl := &g.calls[c]
-	if cl.state != stInFlight || cl.tag != tag || g.now > cl.until {
+	if !g.live(cl, c, tag) || g.now > g.untilOf(cl, c, tag) {
+		return
+	}
+	if g.copies != nil && cl.replica >= 0 {
+		g.copyAnswered(c, tag, o)
 		return
 	}
 	g.outcome(c, o)
@@ -201,22 +228,7 @@ func (g *graph) response(c, tag int32, o strategies.Outcome) {
 func (g *graph) outcome(c int32, o strategies.Outcome) {
 	cl := &g.calls[c]
 	e := &g.edges[cl.edge]
-	s := &g.services[e.callee]
-	s.replicas[cl.replica].outstanding--
-	s.observe(g.now, cl.replica, o)
-	if cl.arrived >= 0 {
-		k := min(int(cl.arrived), len(g.run.Series)-1)
-		s.bucket(cl.replica, k, func(b *results.Bucket) { classify(b, o) })
-		if cl.job < 0 {
-			classify(&g.run.Series[k], o)
-		}
-		if o == strategies.Success {
-			s.count(cl.replica, func(r *results.ServiceRun) { r.OK++ })
-		}
-	}
-	if o == strategies.Success && s.cache != nil && cl.key >= 0 {
-		s.cache.Fill(g.now, cl.key, g.rCache)
-	}
+	s := g.copyCounted(c, o)
 	res := strategies.Result{Outcome: o}
 	switch {
 	case o == strategies.TooManyRequests && cl.hint > 0:
@@ -245,6 +257,31 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	}
 	cl.state = stWaiting
 	g.decide(c, d)
+}
+
+// copyCounted counts the answer o to call c's copy in flight (its
+// replica cl.replica, its arrival cl.arrived): no longer outstanding
+// there, seen by outlier detection, classified in its bucket, and a
+// success fills the cache. It returns the service called.
+func (g *graph) copyCounted(c int32, o strategies.Outcome) *service {
+	cl := &g.calls[c]
+	s := &g.services[g.edges[cl.edge].callee]
+	s.replicas[cl.replica].outstanding--
+	s.observe(g.now, cl.replica, o)
+	if cl.arrived >= 0 {
+		k := min(int(cl.arrived), len(g.run.Series)-1)
+		s.bucket(cl.replica, k, func(b *results.Bucket) { classify(b, o) })
+		if cl.job < 0 {
+			classify(&g.run.Series[k], o)
+		}
+		if o == strategies.Success {
+			s.count(cl.replica, func(r *results.ServiceRun) { r.OK++ })
+		}
+	}
+	if o == strategies.Success && s.cache != nil && cl.key >= 0 {
+		s.cache.Fill(g.now, cl.key, g.rCache)
+	}
+	return s
 }
 
 // classify counts the result o of an attempt in the bucket it arrived
@@ -367,7 +404,11 @@ func (g *graph) cancelCalls(j int32) {
 	for c := jb.calls; c >= 0; {
 		cl := &g.calls[c]
 		if cl.state == stInFlight && cl.replica >= 0 {
-			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+			if g.copies != nil {
+				g.dropCopies(c, false) // their work goes on, for no one
+			} else {
+				g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+			}
 		}
 		if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
 			e.policy.Cancel(e.sender(cl.sender), &cl.retry, cl.state == stInFlight && cl.replica >= 0)

@@ -147,6 +147,9 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 		e.groups.Join(&e.senders[len(e.senders)-1], len(e.senders)-1)
 	}
 	c := int32(len(g.calls))
+	if g.copies != nil {
+		g.copies = append(g.copies, callCopies{})
+	}
 	g.calls = append(g.calls, call{id: g.nextID(), job: -1, sibling: -1, created: g.now, deadline: noDeadline, outer: noDeadline,
 		sender: s, arrived: -1, state: stWaiting, key: g.key(g.target)})
 	f.arrived++

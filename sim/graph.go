@@ -35,6 +35,7 @@ const (
 	gOutageEnd               // the graph's last outage ends: the backlog is counted
 	gFlush                   // service a's cache is flushed
 	gCacheHit                // the cache's answer to attempt b of call a reaches its caller: a hit
+	gHedge                   // a hedge of call a's attempt whose first copy is b is due
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
 )
 
@@ -56,6 +57,7 @@ type graph struct {
 	target   int
 
 	calls     []call
+	copies    []callCopies // per call, when an edge hedges
 	freeCalls []int32
 	jobs      []job
 	freeJobs  []int32
@@ -122,6 +124,11 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			g.maxGroup = max(g.maxGroup, len(s.calls))
 		}
 	}
+	for i := range g.edges {
+		if g.edges[i].policy.Hedge != nil {
+			g.copies = []callCopies{}
+		}
+	}
 	g.fleet = newFleet(sc, &g.edges[0])
 	if g.fleet.rates.throttle != nil {
 		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
@@ -182,17 +189,23 @@ func (g *graph) handle(e event) {
 	case gTimeout:
 		// An answer due at this very instant still counts: give up only
 		// after every other event now.
-		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
+		if c := &g.calls[e.a]; g.live(c, e.a, e.b) {
 			g.q.push(g.now, gGiveUp, e.a, e.b)
 		}
 	case gGiveUp:
-		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
+		if c := &g.calls[e.a]; g.live(c, e.a, e.b) {
 			if c.job < 0 {
 				g.run.TimedOut++
 				g.run.Series[g.current()].TimedOut++
 			}
-			g.outcome(e.a, strategies.Timeout)
+			if g.copies != nil {
+				g.copyAnswered(e.a, e.b, strategies.Timeout)
+			} else {
+				g.outcome(e.a, strategies.Timeout)
+			}
 		}
+	case gHedge:
+		g.hedgeDue(e.a, e.b)
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:

@@ -23,7 +23,7 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 	cl := &g.calls[c]
 	jb := &g.jobs[j]
 	*jb = job{call: c, tag: cl.tag, id: cl.id, gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
-		fleet: cl.job < 0, deadline: noDeadline, outer: cl.outer}
+		fleet: cl.job < 0, deadline: noDeadline, outer: cl.outer, sentAt: g.now, edge: cl.edge, sender: cl.sender}
 	if jb.fleet {
 		jb.outer = cl.until
 	}
@@ -48,13 +48,22 @@ func (g *graph) waiting(j int32) (waiting, same bool) {
 	jb := &g.jobs[j]
 	cl := &g.calls[jb.call]
 	same = cl.id == jb.id && cl.state != stFree
-	return same && cl.state == stInFlight && cl.tag == jb.tag, same
+	return same && g.live(cl, jb.call, jb.tag), same
 }
 
 // answer sends job j's answer o to its caller and frees the job.
 func (g *graph) answer(j int32, o strategies.Outcome) {
 	jb := &g.jobs[j]
-	g.reply(jb.call, jb.tag, o)
+	if e := &g.edges[jb.edge]; g.copies != nil && o == strategies.Success && e.policy.Hedge != nil && e.policy.Hedge.Percentile > 0 {
+		// Every copy's latency, whether or not its caller still waits
+		// (it may have moved on: its call's place reused): the
+		// service's, unbiased by which copy won.
+		at := g.now + g.latency.sample(g.rNet)
+		e.policy.Observe(e.sender(jb.sender), at-jb.sentAt)
+		g.q.push(at, gResponse+uint8(o), jb.call, jb.tag)
+	} else {
+		g.reply(jb.call, jb.tag, o)
+	}
 	g.freeJob(j)
 }
 
@@ -73,7 +82,10 @@ func (g *graph) atService(j int32) {
 	waiting, same := g.waiting(j)
 	cl := &g.calls[jb.call]
 	if waiting {
-		cl.arrived = int32(k)
+		g.arrivedAt(cl, jb.call, jb.tag, k)
+	} else if same && g.edges[cl.edge].policy.Hedge != nil && g.edges[cl.edge].policy.Hedge.Cancel {
+		g.freeJob(j) // a hedged copy cancelled on its way: dropped as it arrives
+		return
 	}
 	jb.queuedAt = g.now
 	if o, down := s.outage(g.now, int(r)); down {

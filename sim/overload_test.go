@@ -297,3 +297,67 @@ func TestHedgingCutsTheTail(t *testing.T) {
 	assert.InDelta(t, 1.0, plain.Figures.Amplification, 0.001)
 	assert.Zero(t, plain.Figures.Hedges)
 }
+
+// TestHedgingOnACallEdge: in a graph, a call edge hedges as the fleet
+// does: api's calls to a database of lognormal service times, hedged at
+// the 95th percentile, cost the database about 5% more attempts and cut
+// the fleet's p99; with cancel and a queue at the database, the losing
+// copies leave the queue (the services' conservation checks hold).
+func TestHedgingOnACallEdge(t *testing.T) {
+	graph := func(db, retry string) string {
+		return fmt.Sprintf(`
+name: hedge-graph
+duration: 60s
+bucket: 1s
+services:
+  - {name: api, service_time: 1ms, calls: [{service: db, retry: %s}]}
+  - {name: db, service_time: {dist: lognormal, mean: 20ms, stddev: 40ms}, %s}
+network: {latency: 1ms}
+workload: {senders: 10, arrival: {kind: poisson, rate: 500}}
+strategies:
+  - {name: s, backoff: {kind: none}, max_attempts: 1}
+`, retry, db)
+	}
+	_, plain := runGraph(t, graph("concurrency: unlimited", "{max_attempts: 1}"))
+	_, hedged := runGraph(t, graph("concurrency: unlimited", "{max_attempts: 1, hedge: {delay: p95}}"))
+	db := func(r *Result) results.ServiceFigures { return serviceOf(r.Summary.Strategies[0], "db") }
+	p, h := plain.Summary.Strategies[0], hedged.Summary.Strategies[0]
+	t.Logf("db amplification %.3f -> %.3f; fleet p99 %.1f ms -> %.1f ms", db(plain).Amplification, db(hedged).Amplification, 1000*p.LatencyS.P99, 1000*h.LatencyS.P99)
+	assert.InDelta(t, 1.05, db(hedged).Amplification/db(plain).Amplification, 0.02, "about 5% more attempts at the database")
+	assert.Less(t, h.LatencyS.P99, 0.7*p.LatencyS.P99, "the tail falls")
+	assert.Zero(t, h.Hedges, "the fleet's own calls do not hedge")
+
+	// A database of 10 slots with a queue, hedged after 10 ms with
+	// cancel: copies leave its queue when they lose.
+	_, cancel := runGraph(t, graph("concurrency: 20, queue: 1000", "{max_attempts: 1, timeout: 5s, hedge: {delay: 10ms, cancel: true}}"))
+	_, keep := runGraph(t, graph("concurrency: 20, queue: 1000", "{max_attempts: 1, timeout: 5s, hedge: {delay: 10ms}}"))
+	c, k := cancel.Summary.Strategies[0], keep.Summary.Strategies[0]
+	t.Logf("cancel: db processed %.0f, wasted %.0f; keep: processed %.0f, wasted %.0f",
+		db(cancel).Processed, db(cancel).Wasted, db(keep).Processed, db(keep).Wasted)
+	assert.Less(t, db(cancel).Processed, db(keep).Processed, "cancelled copies are not served")
+	assert.Less(t, db(cancel).Wasted, db(keep).Wasted)
+	assert.InDelta(t, 1, c.DeliveredRatio, 0.02)
+	assert.InDelta(t, 1, k.DeliveredRatio, 0.02)
+}
+
+// TestHedgingTheFleetsCallsInAGraph: the fleet's calls to the target
+// hedge in a graph too, counted in the strategy's figures.
+func TestHedgingTheFleetsCallsInAGraph(t *testing.T) {
+	_, res := runGraph(t, `
+name: hedge-fleet
+duration: 30s
+bucket: 1s
+services:
+  - {name: api, service_time: {dist: lognormal, mean: 20ms, stddev: 40ms}}
+network: {latency: 1ms}
+workload: {senders: 10, arrival: {kind: poisson, rate: 500}}
+strategies:
+  - {name: plain, backoff: {kind: none}, max_attempts: 1}
+  - {name: hedged, backoff: {kind: none}, max_attempts: 1, hedge: {delay: p95}}
+`)
+	p, h := res.Summary.Strategies[0], res.Summary.Strategies[1]
+	assert.InDelta(t, 1.05, h.Amplification, 0.02)
+	assert.InDelta(t, 0.05*h.Requests, h.Hedges, 0.02*h.Requests)
+	assert.Positive(t, h.HedgeWins)
+	assert.Less(t, h.LatencyS.P99, 0.7*p.LatencyS.P99)
+}

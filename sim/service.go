@@ -89,6 +89,8 @@ type job struct {
 	deadline     time.Duration
 	outer        time.Duration // the fleet's deadline above it
 	queuedAt     time.Duration // when it reached its replica
+	sentAt       time.Duration // when its caller sent it
+	edge, sender int32         // its call's edge and sender, for a percentile hedge delay
 	state        uint8
 }
 
@@ -450,6 +452,22 @@ func (d *deque) push(j int32) {
 }
 
 func (d *deque) front() int32 { return d.buf[d.head] }
+
+// remove takes job j out of the queue wherever it is (a cancelled hedged
+// copy), keeping the others' order; false when j is not in it.
+func (d *deque) remove(j int32) bool {
+	for i := range d.size {
+		if d.buf[(d.head+i)%len(d.buf)] != j {
+			continue
+		}
+		for ; i < d.size-1; i++ {
+			d.buf[(d.head+i)%len(d.buf)] = d.buf[(d.head+i+1)%len(d.buf)]
+		}
+		d.size--
+		return true
+	}
+	return false
+}
 
 func (d *deque) popFront() int32 {
 	j := d.buf[d.head]

@@ -68,6 +68,8 @@ func (w *world) atServer(i, tag int32) {
 	b.Attempts++
 	if w.live(r, i, tag) {
 		r.arrived = int32(w.sampled)
+	} else if w.hedge != nil && w.hedge.Cancel {
+		return // a copy its sender cancelled on its way: dropped as it arrives
 	}
 	srv := &w.sc.Server
 	if o, down := w.outage(w.now); down {

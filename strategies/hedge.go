@@ -29,9 +29,10 @@ type Hedge struct {
 	Percentile float64
 	// Max is the most hedges an attempt may have; 0 means 1.
 	Max int
-	// Cancel makes the winner cancel the other copies: a copy still
-	// waiting at the server is dropped there; one in service finishes, as
-	// wasted work. Without it every copy is served.
+	// Cancel makes the sender cancel the copies it no longer waits for
+	// (the losers, once a copy has won; any it gave up on): a copy on
+	// its way or waiting at the server is dropped there; one in service
+	// finishes, as wasted work. Without it every copy is served.
 	Cancel bool
 }
 
@@ -89,10 +90,11 @@ func (p *Policy) AllowHedge(s *Sender, q *Request, now time.Duration) bool {
 }
 
 // Observe records, for a percentile hedge delay, the latency of a
-// success: the driver reports the first copy of each attempt, whether or
-// not a hedge won it, so that the sample is the service's, not the
-// winners' (which a hedge makes faster: the delay would fall and the
-// hedges grow). s may be nil when the policy keeps no sender state.
+// success. The driver reports answers whether or not their attempt was
+// won by another copy (the first copy of each attempt, or every copy),
+// so that the sample is the service's, not the winners' (which a hedge
+// makes faster: the delay would fall and the hedges grow). s may be nil
+// when the policy keeps no sender state.
 func (p *Policy) Observe(s *Sender, latency time.Duration) {
 	if h := p.Hedge; h != nil && h.Percentile > 0 && latency > 0 {
 		e := &s.extended().latency
