@@ -176,12 +176,6 @@ var ErrGraphUnsupported = errors.New("not served over real HTTP yet")
 func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path string, err error) {
 	for i, svc := range sc.ServicesFor(st) {
 		at := fmt.Sprintf("services[%d]", i)
-		for k := range svc.Calls {
-			if pol := scenarios.EdgeStrategy(st, svc.Name, &svc.Calls[k]); pol.Hedge != nil {
-				return fmt.Sprintf("%s.calls[%d]", at, k), fmt.Errorf("service %s: hedging on a call edge (to %s) is %w (the fleet's calls to the target may hedge): simulate it with herdlab run",
-					svc.Name, svc.Calls[k].Service, ErrGraphUnsupported)
-			}
-		}
 		switch {
 		case svc.Cache != nil && i == sc.TargetIndex():
 			return at + ".cache", fmt.Errorf("service %s: a cache in front of the fleet's target is %w (the fleet's driver has none; caches in front of inner services are served): simulate it with herdlab run", svc.Name, ErrGraphUnsupported)

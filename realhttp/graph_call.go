@@ -134,20 +134,29 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 		permit, d, ok := e.policy.Begin(sd.sender(), &req, now, sd.r)
 		sd.mu.Unlock()
 		if ok {
-			rep := e.callee.pick(now)
-			k := g.bucketAt(now)
-			e.callee.sent(rep, k)
-			e.attempts.Add(1)
 			call := driverCall{request: int(a.request), key: key, attempt: int(req.Attempts), planned: now, timeout: timeout,
 				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
-			ans, _, live := driverSend(ctx, g.client, rep.url, call)
+			var ans driverAnswer
+			var live bool
+			if e.policy.Hedge != nil {
+				ans, live = g.hedged(ctx, e, sd, &req, call)
+			} else {
+				rep := e.callee.pick(now)
+				k := g.bucketAt(now)
+				e.callee.sent(rep, k)
+				e.attempts.Add(1)
+				ans, _, live = driverSend(ctx, g.client, rep.url, call)
+				if live {
+					e.callee.answered(rep, k, ans, g.now())
+				} else {
+					e.callee.abandoned(rep)
+				}
+			}
 			if !live {
-				e.callee.abandoned(rep)
 				sd.cancel(e.policy, &req, true)
 				return false
 			}
 			now = g.now()
-			e.callee.answered(rep, k, ans, now)
 			if entry >= 0 && ans.res.Outcome == strategies.Success {
 				e.callee.fill(now, entry)
 			}

@@ -2,6 +2,7 @@ package realhttp
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -472,19 +473,30 @@ strategies:
 	assert.ErrorContains(t, err, `no strategy "nope"`)
 }
 
-func TestGraphRefusesHedgingOnACallEdge(t *testing.T) {
-	sc, err := scenarios.Parse("hedge.yaml", []byte(`
+func TestGraphHedgesOnACallEdge(t *testing.T) {
+	// front calls db, whose replica 0 is 50x slow (500 ms) all along;
+	// round-robin sends each call's first copy there, and the hedge
+	// after 20 ms to replica 1, which answers in 10 ms and wins. Over
+	// real HTTP, every request is delivered fast, at two copies a call.
+	for _, cancel := range []bool{false, true} {
+		t.Run(fmt.Sprintf("cancel=%v", cancel), func(t *testing.T) {
+			_, run := graphTestReplay(t, fmt.Sprintf(`
 name: hedge
+duration: 10s
 services:
-  - {name: front, calls: [{service: db, retry: {hedge: {delay: 10ms}}}]}
-  - {name: db}
-workload: {requests: 1}
+  - {name: front, service_time: 1ms, calls: [{service: db, retry: {timeout: 5s, hedge: {delay: 20ms, cancel: %v}}}]}
+  - name: db
+    replicas: 2
+    balancer: round-robin
+    service_time: 10ms
+    outages: [{start: 0s, duration: 1m, mode: slow, factor: 50, replicas: [0]}]
+workload: {target: front, requests: 10, arrival: {kind: uniform, from: 0s, until: 2s}}
 strategies:
-  - {name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 50ms}}
-`))
-	require.NoError(t, err)
-	path, err := GraphUnsupported(sc, &sc.Strategies[0])
-	assert.Equal(t, "services[0].calls[0]", path)
-	require.ErrorIs(t, err, ErrGraphUnsupported)
-	assert.ErrorContains(t, err, "the fleet's calls to the target may hedge")
+  - {name: s, backoff: {kind: none}, max_attempts: 1, timeout: 5s}
+`, cancel))
+			assert.EqualValues(t, 10, run.Delivered)
+			assert.EqualValues(t, 20, graphEdges(run)["front->db"], "each call's first copy and its hedge")
+			assert.Less(t, run.Latency.ValueAtQuantile(100), int64(300*time.Millisecond/time.Microsecond), "won by the hedge, not the 500 ms copy")
+		})
+	}
 }
