@@ -80,3 +80,58 @@ func TestAllowHedge(t *testing.T) {
 	assert.False(t, b.AllowHedge(&sb, &q, 0), "1 token left, and a retry needs more than 1")
 	assert.InDelta(t, 1, b.Budget.Available(&sb.Budget), 1e-9)
 }
+
+func TestHedgeSteps(t *testing.T) {
+	// A percentile hedge under a gRPC token budget, step by step: no
+	// hedge until MinObserved latencies, then at their 95th percentile;
+	// a hedge only while the budget would allow a retry.
+	p := &Policy{Hedge: &Hedge{Percentile: 95}, Budget: &Budget{Kind: BudgetTokens, MaxTokens: 4}}
+	var s Sender
+	r := rand.New(rand.NewPCG(1, 1))
+	type row struct {
+		at    time.Duration
+		event string // "observe", "fail" (an attempt's failure), "delay", "allow"
+		x     time.Duration
+		want  any // the delay (or false for none), or whether a hedge is allowed
+	}
+	ms := time.Millisecond
+	var rows []row
+	rows = append(rows, row{0, "delay", 0, false})
+	for range MinObserved - 1 {
+		rows = append(rows, row{0, "observe", 10 * ms, nil})
+	}
+	rows = append(rows,
+		row{0, "delay", 0, false},           // 19 seen: not yet
+		row{0, "observe", 10 * ms, nil},     // the 20th
+		row{0, "delay", 0, 10 * ms},         // all alike: p95 is 10 ms
+		row{0, "allow", 0, true},            // 4 tokens of 4
+		row{0, "fail", 0, nil},              // 3 left
+		row{0, "allow", 0, true},            // 3 > 2
+		row{0, "fail", 0, nil},              // 2 left
+		row{0, "allow", 0, false},           // 2 is not more than half
+		row{0, "observe", time.Second, nil}, // one slow answer barely moves a p95 of 21
+		row{0, "delay", 0, 10 * ms},
+	)
+	for i, w := range rows {
+		switch w.event {
+		case "observe":
+			p.Observe(&s, w.x)
+		case "fail":
+			var q Request
+			permit, _, ok := p.Begin(&s, &q, w.at, r)
+			require.True(t, ok)
+			p.Done(&s, &q, permit, w.at, Result{Outcome: ServerError}, r)
+		case "delay":
+			d, ok := p.HedgeDelay(&s)
+			if w.want == false {
+				assert.False(t, ok, "row %d: no hedge yet", i)
+			} else {
+				require.True(t, ok, "row %d", i)
+				assert.InDelta(t, float64(w.want.(time.Duration)), float64(d), float64(ms), "row %d: delay", i)
+			}
+		case "allow":
+			var q Request
+			assert.Equal(t, w.want, p.AllowHedge(&s, &q, w.at), "row %d: allowed", i)
+		}
+	}
+}
