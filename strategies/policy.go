@@ -100,8 +100,9 @@ func (s *Sender) Throttle() *ThrottleState {
 }
 
 // PerSender reports whether the policy keeps state per sender (a
-// breaker, a budget or a throttle): a driver without senders passes a
-// nil Sender to Begin and Done only when it does not.
+// breaker, a budget, a throttle, or a percentile hedge delay's
+// estimate): a driver may pass a nil Sender to Begin, Done and the hedge
+// methods only when it does not.
 func (p *Policy) PerSender() bool {
 	return p.Breaker != nil || p.Budget != nil || p.Throttle != nil || (p.Hedge != nil && p.Hedge.Percentile > 0)
 }
