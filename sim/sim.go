@@ -10,7 +10,6 @@ import (
 	"strings"
 	"sync"
 
-	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 
 	"github.com/zeontools/herdlab/results"
@@ -414,11 +413,33 @@ func aggregate(figs []results.Figures) (mean, ci results.Figures) {
 // meanCI returns the mean of xs and the half-width of its 95% confidence
 // interval: t(0.975, n-1) * s / sqrt(n). One value has a half-width of 0.
 func meanCI(xs []float64) (mean, half float64) {
-	mean, sd := stat.MeanStdDev(xs, nil)
+	mean, sd := meanSD(xs)
 	n := float64(len(xs))
 	if len(xs) < 2 || sd == 0 {
 		return mean, 0
 	}
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: n - 1}.Quantile(0.975)
 	return mean, t * sd / math.Sqrt(n)
+}
+
+// meanSD returns the mean and the sample standard deviation of xs, by
+// gonum's corrected two-pass algorithm (stat.MeanStdDev) with its sums
+// taken in order: gonum's own sum is assembly on amd64, whose order (and
+// so its last bits) differ from the pure Go of other platforms, and the
+// WebAssembly build must write the CLI's summary.json byte for byte.
+func meanSD(xs []float64) (mean, sd float64) {
+	if len(xs) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	for _, x := range xs {
+		mean += x
+	}
+	mean /= float64(len(xs))
+	var ss, c float64
+	for _, x := range xs {
+		d := x - mean
+		ss += d * d
+		c += d
+	}
+	return mean, math.Sqrt((ss - c*c/float64(len(xs))) / float64(len(xs)-1))
 }

@@ -1,0 +1,110 @@
+package main_test
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+)
+
+// wallS matches the engine's wall time in a summary.json, the one figure
+// that may differ from run to run.
+var wallS = regexp.MustCompile(`"wall_s": [-0-9.e+]+`)
+
+func normalize(summary []byte) string {
+	return wallS.ReplaceAllString(string(summary), `"wall_s": 0`)
+}
+
+// TestWebAssemblyMatchesTheCLI builds the simulator to WebAssembly, runs
+// scenarios through it under Node.js as the browser app does, and checks
+// that its summary.json is byte for byte the CLI's (engine wall time
+// aside), and that a bad file's problems come with their line and column.
+func TestWebAssemblyMatchesTheCLI(t *testing.T) {
+	node, err := exec.LookPath("node")
+	if err != nil && os.Getenv("HERDLAB_REQUIRE_NODE") == "" {
+		t.Skip("no Node.js to run the WebAssembly build (Debian's nodejs; .ci/run installs it and sets HERDLAB_REQUIRE_NODE)")
+	}
+	require.NoError(t, err, "HERDLAB_REQUIRE_NODE is set: the WebAssembly test needs Node.js (Debian's nodejs)")
+	dir := t.TempDir()
+	module := filepath.Join(dir, "herdlab.wasm")
+	build := exec.Command("go", "build", "-o", module, ".")
+	build.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := build.CombinedOutput()
+	require.NoError(t, err, "GOOS=js GOARCH=wasm go build: %s", out)
+	wasmExec := filepath.Join(runtime.GOROOT(), "lib", "wasm", "wasm_exec.js")
+	require.FileExists(t, wasmExec)
+
+	raw, err := os.ReadFile(module)
+	require.NoError(t, err)
+	var gz bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&gz, gzip.BestCompression)
+	_, _ = zw.Write(raw)
+	require.NoError(t, zw.Close())
+	t.Logf("herdlab.wasm: %.1f MB, %.2f MB gzipped", float64(len(raw))/1e6, float64(gz.Len())/1e6)
+	assert.Less(t, gz.Len(), 5_000_000, "the compressed bundle stays under 5 MB")
+
+	type answer struct {
+		Summary  string  `json:"summary"`
+		Error    string  `json:"error"`
+		MS       float64 `json:"ms"`
+		Problems []struct {
+			Line, Col     int
+			Path, Message string
+		} `json:"problems"`
+	}
+	runWasm := func(file string) answer {
+		t.Helper()
+		cmd := exec.Command(node, filepath.Join("testdata", "run.cjs"), wasmExec, module, file)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		require.NoError(t, err, "node: %s", stderr.String())
+		var a answer
+		require.NoError(t, json.Unmarshal(out, &a), "%s", out)
+		return a
+	}
+
+	for _, name := range []string{"thundering-herd", "real-graph", "hedging-latch"} {
+		t.Run(name, func(t *testing.T) {
+			file := filepath.Join("..", "..", "scenarios", name+".yaml")
+			sc, err := scenarios.Load(file)
+			require.NoError(t, err)
+			start := time.Now()
+			res, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			cli := time.Since(start)
+			var want bytes.Buffer
+			require.NoError(t, results.WriteJSON(&want, res.Summary))
+
+			a := runWasm(file)
+			require.Empty(t, a.Error)
+			t.Logf("%s: WebAssembly %.0f ms under Node.js, the CLI's packages %.0f ms natively (all cores)", name, a.MS, float64(cli.Milliseconds()))
+			assert.Equal(t, normalize(want.Bytes()), normalize([]byte(a.Summary)), "the same summary.json as the CLI")
+		})
+	}
+
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"), 0o644))
+	a := runWasm(bad)
+	require.NotEmpty(t, a.Error)
+	require.NotEmpty(t, a.Problems)
+	p := a.Problems[0]
+	assert.Equal(t, 4, p.Line)
+	assert.Positive(t, p.Col)
+	assert.Equal(t, "strategies[0].backoff.delay", p.Path)
+	assert.Contains(t, p.Message, "missing")
+}
