@@ -940,7 +940,7 @@ func (d *driver) complete(c driverDone) {
 		sd = &d.senders[r.sender].retry
 	}
 	dec := d.policy.Done(sd, &r.retry, r.permit, d.now, c.res, d.rRetry)
-	if dec.Reason == strategies.BudgetDenied && d.policy.Budget.Shared() {
+	if dec.Reason == strategies.BudgetDenied && d.policy.Budget.HeldByGroup() {
 		d.run.SharedBudgetDenied++
 	}
 	r.state = drvWaiting

@@ -140,7 +140,7 @@ func (e *graphEdge) resetSenders(seed uint64, k int) {
 	shared := new(sync.Mutex)
 	for r := range e.senders {
 		mu := shared
-		if !e.policy.Budget.Shared() || e.policy.Budget.Scope == strategies.ScopeSender {
+		if !e.policy.Budget.HeldByGroup() {
 			mu = new(sync.Mutex)
 		}
 		e.senders[r] = graphSender{mu: mu, stated: e.policy.PerSender(), r: rand.New(rand.NewPCG(seed^uint64(k+1)<<40^uint64(r+1), 5))}

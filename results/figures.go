@@ -87,7 +87,8 @@ type Figures struct {
 	RateLimited float64 `json:"rate_limited,omitempty"`
 	// SharedBudgetDenied counts retries denied by a budget that a group
 	// of senders holds together (envoy, finagle with scope fleet or
-	// group); they are dead-lettered with reason budget.
+	// group; not one a sender holds alone); they are dead-lettered with
+	// reason budget.
 	SharedBudgetDenied float64 `json:"shared_budget_denied,omitempty"`
 	// Hedges counts the hedged copies sent (beyond each request's first),
 	// HedgeWins the requests that a hedged copy delivered.

@@ -252,7 +252,7 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	} else {
 		d = e.policy.Done(sd, &cl.retry, cl.permit, g.now, res, g.rRetry)
 	}
-	if d.Reason == strategies.BudgetDenied && cl.job < 0 && e.policy.Budget.Shared() {
+	if d.Reason == strategies.BudgetDenied && cl.job < 0 && e.policy.Budget.HeldByGroup() {
 		g.run.SharedBudgetDenied++
 	}
 	cl.state = stWaiting

@@ -197,7 +197,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		w.occ = true
 		w.versions = make([]int64, 0, capacity)
 	}
-	w.sharedBudget = w.policy.Budget.Shared()
+	w.sharedBudget = w.policy.Budget.HeldByGroup()
 	w.rates = newClientRates(w.policy)
 	if w.policy.PerSender() || w.workers > 0 {
 		w.groups = strategies.NewGroups(w.policy)

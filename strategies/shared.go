@@ -66,6 +66,11 @@ func (b *Budget) Shared() bool {
 	return b != nil && (b.Kind == BudgetEnvoy || b.Kind == BudgetFinagle)
 }
 
+// HeldByGroup reports whether b is a shared budget held by more than
+// one sender (scope fleet or group): its denials are the figure
+// shared_budget_denied.
+func (b *Budget) HeldByGroup() bool { return b.Shared() && b.Scope != ScopeSender }
+
 // Start records that an attempt goes out under the budget at now; first
 // says it is a request's first try. The driver calls it for every
 // attempt, and End when the attempt ends.
