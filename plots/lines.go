@@ -104,12 +104,12 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 	title := s.Scenario + ": server queue"
 	groups := runsByStrategy(s, runs)
 	n := bucketCount(s, runs)
-	queues := make([]queueSeries, len(groups))
+	queues := make([]results.QueueSeries, len(groups))
 	top, measured := 0.0, false
 	for i, g := range groups {
 		queues[i] = queueStats(g, n)
-		top = max(top, maxOf(queues[i].most))
-		measured = measured || queues[i].measured
+		top = max(top, maxOf(queues[i].Most))
+		measured = measured || queues[i].Measured
 	}
 	limit, bounded := queueLimit(s)
 	if bounded {
@@ -123,7 +123,7 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 		var legend []legendItem
 		for i, st := range s.Strategies {
 			label := st.Name
-			if !queues[i].measured {
+			if !queues[i].Measured {
 				label += " (queue not measured)"
 			}
 			legend = append(legend, legendItem{label: label, thumb: lineThumb(th.lineStyle(colors[i]))})
@@ -159,11 +159,11 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 		p.Add(grid{style: draw.LineStyle{Color: gridColor, Width: 0.6 * vg.Length(th.scale)}})
 		p.Add(outages{windows: s.Outages, label: true, sty: th.annotation, pad: th.pad})
 		for i, q := range queues {
-			if !q.measured {
+			if !q.Measured {
 				continue
 			}
-			p.Add(stepLine{ys: q.mean, width: s.BucketS, style: queueMeanStyle(th, strategyColor(colors[i]))})
-			p.Add(stepLine{ys: q.most, width: s.BucketS, style: th.lineStyle(colors[i])})
+			p.Add(stepLine{ys: q.Mean, width: s.BucketS, style: queueMeanStyle(th, strategyColor(colors[i]))})
+			p.Add(stepLine{ys: q.Most, width: s.BucketS, style: th.lineStyle(colors[i])})
 		}
 		if bounded {
 			// Over the lines: a full queue's line runs along it.

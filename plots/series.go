@@ -3,7 +3,6 @@ package plots
 import (
 	"fmt"
 	"math"
-	"slices"
 
 	"gonum.org/v1/plot/plotter"
 
@@ -13,41 +12,14 @@ import (
 // This file holds the data behind the charts: pure functions of the
 // results, tested on their own.
 
-// runsByStrategy groups runs by strategy, in the order of s.Strategies:
-// element i holds the runs of s.Strategies[i], in the order given. Runs of
-// strategies that the summary does not name are left out.
+// runsByStrategy is results.RunsByStrategy.
 func runsByStrategy(s *results.Summary, runs []*results.Run) [][]*results.Run {
-	index := make(map[string]int, len(s.Strategies))
-	for i, st := range s.Strategies {
-		if _, dup := index[st.Name]; !dup {
-			index[st.Name] = i
-		}
-	}
-	out := make([][]*results.Run, len(s.Strategies))
-	for _, r := range runs {
-		if r == nil {
-			continue
-		}
-		if i, ok := index[r.Strategy]; ok {
-			out[i] = append(out[i], r)
-		}
-	}
-	return out
+	return results.RunsByStrategy(s, runs)
 }
 
-// bucketCount returns the number of buckets to draw: the longest series,
-// or, with none, the horizon in buckets.
+// bucketCount is results.BucketCount.
 func bucketCount(s *results.Summary, runs []*results.Run) int {
-	n := 0
-	for _, r := range runs {
-		if r != nil {
-			n = max(n, len(r.Series))
-		}
-	}
-	if n == 0 && s.BucketS > 0 && s.HorizonS > 0 {
-		n = int(math.Ceil(s.HorizonS/s.BucketS - 1e-9))
-	}
-	return n
+	return results.BucketCount(s, runs)
 }
 
 // loadSeries is the mean number of attempts per bucket of each outcome
@@ -55,31 +27,10 @@ func bucketCount(s *results.Summary, runs []*results.Run) int {
 type loadSeries [numOutcomes][]float64
 
 // meanLoad returns the mean over runs of the attempts of each outcome
-// class in each of n buckets (results.Bucket.Breakdown). A run with a
-// shorter series counts as 0 in the buckets it lacks. With no runs, every
-// mean is 0.
+// class in each of n buckets (results.MeanOutcomes, whose classes are in
+// the order of the outcomes).
 func meanLoad(runs []*results.Run, n int) loadSeries {
-	var l loadSeries
-	for c := range l {
-		l[c] = make([]float64, n)
-	}
-	for _, r := range runs {
-		for i, b := range r.Series[:min(n, len(r.Series))] {
-			d := b.Breakdown()
-			for c, x := range [numOutcomes]int64{d.Succeeded, d.Failed, d.Rejected, d.Throttled, d.TimedOut, d.Unresolved} {
-				l[c][i] += float64(x)
-			}
-		}
-	}
-	if len(runs) > 1 {
-		k := float64(len(runs))
-		for c := range l {
-			for i := range l[c] {
-				l[c][i] /= k
-			}
-		}
-	}
-	return l
+	return loadSeries(results.MeanOutcomes(runs, n))
 }
 
 // stacked returns the tops of the stacked bands: tops[c][i] is the sum of
@@ -113,21 +64,9 @@ func (l loadSeries) present(c outcome) bool {
 	return false
 }
 
-// meanBuckets returns the mean over runs of get(bucket) in each of n
-// buckets; a run with a shorter series counts as 0 where it lacks buckets.
+// meanBuckets is results.MeanBuckets.
 func meanBuckets(runs []*results.Run, n int, get func(results.Bucket) int64) []float64 {
-	out := make([]float64, n)
-	for _, r := range runs {
-		for i, b := range r.Series[:min(n, len(r.Series))] {
-			out[i] += float64(get(b))
-		}
-	}
-	if len(runs) > 1 {
-		for i := range out {
-			out[i] /= float64(len(runs))
-		}
-	}
-	return out
+	return results.MeanBuckets(runs, n, get)
 }
 
 // meanAttempts returns the mean attempts per bucket over runs.
@@ -135,38 +74,9 @@ func meanAttempts(runs []*results.Run, n int) []float64 {
 	return meanBuckets(runs, n, func(b results.Bucket) int64 { return b.Attempts })
 }
 
-// queueSeries is a strategy's server queue in each bucket, means over its
-// runs.
-type queueSeries struct {
-	most []float64 // the most requests waiting at any instant (results.Bucket.QueueMax)
-	mean []float64 // the time-weighted mean (results.Bucket.QueueMean)
-	// measured is set when the strategy has runs and every one measured
-	// the queue (results.Run.QueueTracked); when it is not, most and mean
-	// are nil: no data, not an empty queue.
-	measured bool
-}
-
-// queueStats returns the server queue of runs of a strategy in each of n
-// buckets, means over the runs; a run with a shorter series counts as 0
-// where it lacks buckets.
-func queueStats(runs []*results.Run, n int) queueSeries {
-	if len(runs) == 0 || slices.ContainsFunc(runs, func(r *results.Run) bool { return !r.QueueTracked }) {
-		return queueSeries{}
-	}
-	q := queueSeries{most: make([]float64, n), mean: make([]float64, n), measured: true}
-	for _, r := range runs {
-		for i, b := range r.Series[:min(n, len(r.Series))] {
-			q.most[i] += float64(b.QueueMax)
-			q.mean[i] += b.QueueMean
-		}
-	}
-	if k := float64(len(runs)); k > 1 {
-		for i := range n {
-			q.most[i] /= k
-			q.mean[i] /= k
-		}
-	}
-	return q
+// queueStats is results.QueueStats.
+func queueStats(runs []*results.Run, n int) results.QueueSeries {
+	return results.QueueStats(runs, n)
 }
 
 // queueLimit returns the most requests the server's queue holds, and
@@ -196,71 +106,31 @@ func maxOf(xs []float64) float64 {
 	return m
 }
 
-// latencyCDF returns the cumulative distribution of the delivery
-// latencies of runs, from the exact merge of their HDR histograms
-// (microseconds) in a fresh histogram of the parameters every run uses,
-// and how many latencies there are. Points are (x seconds, fraction of
-// the latencies at or below x), x increasing, the fraction rising from 0
-// at the lowest value of the first non-empty HDR bucket to 1 at the
-// highest value of the last. Each non-empty HDR bucket gives a point at
-// its top, so the first point to reach a fraction k/total is at the
-// value the merged histogram gives for the k-th latency (its
-// ValueAtQuantile), in seconds; a bucket after a gap of empty ones also
-// gives a point at its bottom, level with the one before, so that a line
-// through the points stays flat where no latency falls. No latencies give
-// no points.
+// latencyCDF is results.LatencyCDF, as points to draw.
 func latencyCDF(runs []*results.Run) (plotter.XYs, int64, error) {
-	h := results.LatencyHistogram()
-	for _, r := range runs {
-		if r.Latency == nil {
-			continue
-		}
-		if dropped := h.Merge(r.Latency); dropped > 0 {
-			return nil, 0, fmt.Errorf("plots: merging the latencies of %s run %d: %d values out of range", r.Strategy, r.Run, dropped)
-		}
-	}
-	total := h.TotalCount()
-	if total == 0 {
-		return nil, 0, nil
-	}
-	var xys plotter.XYs
-	var seen, lastTo int64
-	for _, bar := range h.Distribution() {
-		if bar.Count == 0 {
-			continue
-		}
-		if len(xys) == 0 || bar.From > lastTo+1 {
-			xys = append(xys, plotter.XY{X: micros(max(bar.From, 1)), Y: float64(seen) / float64(total)})
-		}
-		lastTo = bar.To
-		seen += bar.Count
-		xys = append(xys, plotter.XY{X: micros(max(bar.To, bar.From, 1)), Y: float64(seen) / float64(total)})
-	}
-	return xys, total, nil
+	pts, total, err := results.LatencyCDF(runs)
+	return xys(pts), total, err
 }
 
-// thinCDF drops points of an increasing CDF that are closer than a factor
-// ratio in x to the last point kept before them, keeping the last point
-// of each such run, the first point and the last: the curve drawn through
-// what is left is the same to the eye (ratio 1.005 is a fifth of a pixel
-// on a log axis of 6 decades 1000 pixels wide) and passes through exact
-// points of the distribution.
-func thinCDF(xys plotter.XYs, ratio float64) plotter.XYs {
-	if len(xys) <= 2 {
-		return xys
+// thinCDF is results.ThinCDF.
+func thinCDF(in plotter.XYs, ratio float64) plotter.XYs {
+	pts := make([]results.Point, len(in))
+	for i, p := range in {
+		pts[i] = results.Point{X: p.X, Y: p.Y}
 	}
-	out := plotter.XYs{xys[0]}
-	for i := 1; i < len(xys); i++ {
-		last := out[len(out)-1]
-		if i < len(xys)-1 && xys[i+1].X < last.X*ratio {
-			continue // the next point is still close: keep the later one
-		}
-		out = append(out, xys[i])
+	return xys(results.ThinCDF(pts, ratio))
+}
+
+func xys(pts []results.Point) plotter.XYs {
+	if pts == nil {
+		return nil
+	}
+	out := make(plotter.XYs, len(pts))
+	for i, p := range pts {
+		out[i] = plotter.XY{X: p.X, Y: p.Y}
 	}
 	return out
 }
-
-func micros(us int64) float64 { return float64(us) / 1e6 }
 
 // bar is one strategy's bar in a bar chart.
 type bar struct {

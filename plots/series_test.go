@@ -75,9 +75,9 @@ func TestMeanOverRuns(t *testing.T) {
 	runs := []*results.Run{a, b}
 	assert.Equal(t, []float64{3, 6, 3}, meanAttempts(runs, 3))
 	q := queueStats(runs, 3)
-	assert.True(t, q.measured)
-	assert.Equal(t, []float64{30, 60, 30}, q.most)
-	assert.Equal(t, []float64{1.5, 3, 1.5}, q.mean)
+	assert.True(t, q.Measured)
+	assert.Equal(t, []float64{30, 60, 30}, q.Most)
+	assert.Equal(t, []float64{1.5, 3, 1.5}, q.Mean)
 	assert.Equal(t, []float64{3, 6, 3}, meanLoad(runs, 3)[succeeded])
 	assert.Equal(t, []float64{3, 6}, meanAttempts(runs, 2), "n cuts the series")
 	assert.Equal(t, []float64{2, 4, 6, 0}, meanAttempts(runs[:1], 4), "one run: itself, padded")
@@ -92,9 +92,9 @@ func TestQueueStats(t *testing.T) {
 	r.Series[0] = results.Bucket{Queue: 0, QueueMax: 2000, QueueMean: 400}
 	r.Series[1] = results.Bucket{Queue: 1, QueueMax: 1, QueueMean: 1}
 	q := queueStats([]*results.Run{r}, 2)
-	assert.True(t, q.measured)
-	assert.Equal(t, []float64{2000, 1}, q.most, "the most, not the end-of-bucket sample")
-	assert.Equal(t, []float64{400, 1}, q.mean)
+	assert.True(t, q.Measured)
+	assert.Equal(t, []float64{2000, 1}, q.Most, "the most, not the end-of-bucket sample")
+	assert.Equal(t, []float64{400, 1}, q.Mean)
 
 	// Runs that did not measure the queue (real HTTP) have no data: not
 	// an empty queue.
@@ -105,9 +105,9 @@ func TestQueueStats(t *testing.T) {
 		runs []*results.Run
 	}{{"not measured", []*results.Run{real}}, {"one of two not measured", []*results.Run{r, real}}, {"no runs", nil}} {
 		q := queueStats(tt.runs, 2)
-		assert.False(t, q.measured, tt.name)
-		assert.Nil(t, q.most, tt.name)
-		assert.Nil(t, q.mean, tt.name)
+		assert.False(t, q.Measured, tt.name)
+		assert.Nil(t, q.Most, tt.name)
+		assert.Nil(t, q.Mean, tt.name)
 	}
 }
 

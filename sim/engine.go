@@ -25,6 +25,7 @@ type engine struct {
 	progress      func(int)
 	progressEvery time.Duration
 	progressNext  time.Duration
+	progressDone  int // units reported
 
 	name string // the strategy, for errors
 }
@@ -89,14 +90,20 @@ func (e *engine) loop(ctx context.Context, advance func(t time.Duration), handle
 	return nil
 }
 
-// tick moves the clock to t and reports progress.
+// tick moves the clock to t and reports progress: a unit for each
+// progressEvery of the horizon passed, ProgressUnits in all once t
+// reaches the horizon.
 func (e *engine) tick(t time.Duration) {
-	if e.progress != nil && t >= e.progressNext {
+	if e.progress != nil && t >= e.progressNext && e.progressDone < ProgressUnits {
 		n := 0
-		for e.progressNext <= t && e.progressNext < e.horizon {
+		for e.progressNext <= t && e.progressDone+n < ProgressUnits {
 			e.progressNext += e.progressEvery
 			n++
 		}
+		if t >= e.horizon {
+			n = ProgressUnits - e.progressDone
+		}
+		e.progressDone += n
 		e.progress(n)
 	}
 	e.now = t

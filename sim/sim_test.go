@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"sync"
 	"testing"
 	"time"
 	"unsafe"
@@ -315,4 +316,25 @@ func TestLatencyOfRunsThatDeliveredNothing(t *testing.T) {
 	assert.InDelta(t, 5, s.LatencyS.P99, 1e-12)
 	none := SummarizeFigures("s", []results.Figures{{}, {}})
 	assert.Zero(t, none.LatencyS.P99)
+}
+
+func TestProgressCountsEveryUnit(t *testing.T) {
+	// Each run reports ProgressUnits units in all, whatever its horizon
+	// (one not a multiple of ProgressUnits included), a graph's too.
+	for _, yaml := range []string{
+		"duration: 15m\nworkload: {requests: 100}\nstrategies: [{name: a, backoff: {kind: fixed, delay: 1s}}, {name: b, backoff: {kind: fixed, delay: 2s}}]\n",
+		"duration: 1234567us\nbucket: 1ms\nworkload: {requests: 10}\nstrategies: [{name: a, backoff: {kind: fixed, delay: 1ms}}]\n",
+		"duration: 10s\nservices: [{name: api, calls: [{service: db}]}, {name: db}]\nworkload: {target: api, requests: 10}\nstrategies: [{name: a, backoff: {kind: fixed, delay: 1s}}]\n",
+	} {
+		sc := scenarioOf(t, "runs: 3\n"+yaml)
+		var mu sync.Mutex
+		units := 0
+		_, err := Run(context.Background(), sc, Options{Progress: func(n int) {
+			mu.Lock()
+			units += n
+			mu.Unlock()
+		}})
+		require.NoError(t, err)
+		assert.Equal(t, ProgressUnits*3*len(sc.Strategies), units, yaml)
+	}
 }

@@ -1,76 +1,63 @@
 //go:build js && wasm
 
 // Command wasm is herdlab's simulator built to WebAssembly, for the
-// browser app: it exposes herdlabRun(yaml, file) to JavaScript, which
-// validates and simulates a scenario with the same packages as the CLI
-// and returns what `herdlab run` writes to summary.json, or the problems
-// of the file, each at its line and column. It holds no model logic.
+// browser app's Web Worker: it exposes web/lab to JavaScript as
+//
+//	herdlabValidate(yaml, file) -> JSON of lab.Validation
+//	herdlabRun(yaml, file, onProgress) -> JSON of lab.Result
+//
+// herdlabRun's summary is what `herdlab run` writes to summary.json, byte
+// for byte; onProgress, when given, is called with the share of the work
+// done while the run goes. It holds no model logic.
 //
 //	GOOS=js GOARCH=wasm go build -o herdlab.wasm ./web/wasm
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
+	"encoding/json"
 	"syscall/js"
 
-	"github.com/zeontools/herdlab/results"
-	"github.com/zeontools/herdlab/scenarios"
-	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/web/lab"
 )
 
+// maxMemory is the memory a run may take, as the simulator estimates it:
+// half of the 4 GiB a WebAssembly module can address, since the browser
+// holds the results and the page beside it. A scenario over it is refused
+// with a message that names the figure.
+const maxMemory = 2 << 30
+
 func main() {
+	js.Global().Set("herdlabValidate", js.FuncOf(validate))
 	js.Global().Set("herdlabRun", js.FuncOf(run))
 	select {} // serve calls until the page goes away
 }
 
-// run is herdlabRun(yaml, file): {summary: "..."} on success, or
-// {problems: [{line, col, path, message}], error: "..."}.
+func validate(_ js.Value, args []js.Value) any {
+	if len(args) < 2 {
+		return answer(lab.Validation{Error: "herdlabValidate(yaml, file): two arguments"})
+	}
+	return answer(lab.Validate(args[0].String(), args[1].String()))
+}
+
 func run(_ js.Value, args []js.Value) any {
 	if len(args) < 2 {
-		return map[string]any{"error": "herdlabRun(yaml, file): two arguments"}
+		return answer(lab.Result{Error: "herdlabRun(yaml, file, onProgress): at least two arguments"})
 	}
-	summary, err := Simulate(args[0].String(), args[1].String())
-	if err != nil {
-		return failure(err)
+	o := lab.Options{MaxMemory: maxMemory}
+	if len(args) > 2 && args[2].Type() == js.TypeFunction {
+		onProgress := args[2]
+		o.Progress = func(done float64) { onProgress.Invoke(done) }
 	}
-	return map[string]any{"summary": summary}
+	return answer(lab.Run(context.Background(), args[0].String(), args[1].String(), o))
 }
 
-// Simulate parses, validates and simulates the scenario src (named file
-// in messages), and returns its summary.json.
-func Simulate(src, file string) (string, error) {
-	sc, err := scenarios.Parse(file, []byte(src))
+// answer is v as JSON text: JavaScript parses it, and a summary inside
+// keeps its bytes.
+func answer(v any) string {
+	b, err := json.Marshal(v)
 	if err != nil {
-		return "", err
+		b, _ = json.Marshal(lab.Result{Error: err.Error()})
 	}
-	res, err := sim.Run(context.Background(), sc, sim.Options{})
-	if err != nil {
-		return "", err
-	}
-	var b bytes.Buffer
-	if err := results.WriteJSON(&b, res.Summary); err != nil {
-		return "", err
-	}
-	return b.String(), nil
-}
-
-// failure lists err's problems, each placed where scenarios placed it.
-func failure(err error) map[string]any {
-	var problems []any
-	for _, e := range unjoin(err) {
-		var se *scenarios.Error
-		if errors.As(e, &se) {
-			problems = append(problems, map[string]any{"line": se.Line, "col": se.Col, "path": se.Path, "message": se.Msg})
-		}
-	}
-	return map[string]any{"error": err.Error(), "problems": problems}
-}
-
-func unjoin(err error) []error {
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		return j.Unwrap()
-	}
-	return []error{err}
+	return string(b)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/web/lab"
 )
 
 // wallS matches the engine's wall time in a summary.json, the one figure
@@ -58,13 +59,10 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 	assert.Less(t, gz.Len(), 5_000_000, "the compressed bundle stays under 5 MB")
 
 	type answer struct {
-		Summary  string  `json:"summary"`
-		Error    string  `json:"error"`
-		MS       float64 `json:"ms"`
-		Problems []struct {
-			Line, Col     int
-			Path, Message string
-		} `json:"problems"`
+		lab.Result
+		MS         float64        `json:"ms"`
+		Progress   []float64      `json:"progress"`
+		Validation lab.Validation `json:"validation"`
 	}
 	runWasm := func(file string) answer {
 		t.Helper()
@@ -81,6 +79,8 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 	for _, name := range []string{"thundering-herd", "real-graph", "hedging-latch"} {
 		t.Run(name, func(t *testing.T) {
 			file := filepath.Join("..", "..", "scenarios", name+".yaml")
+			src, err := os.ReadFile(file)
+			require.NoError(t, err)
 			sc, err := scenarios.Load(file)
 			require.NoError(t, err)
 			start := time.Now()
@@ -94,6 +94,14 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 			require.Empty(t, a.Error)
 			t.Logf("%s: WebAssembly %.0f ms under Node.js, the CLI's packages %.0f ms natively (all cores)", name, a.MS, float64(cli.Milliseconds()))
 			assert.Equal(t, normalize(want.Bytes()), normalize([]byte(a.Summary)), "the same summary.json as the CLI")
+			charts, err := results.ChartData(res.Summary, res.Runs)
+			require.NoError(t, err)
+			assert.Equal(t, charts, a.Charts, "the same chart data")
+			require.NotEmpty(t, a.Progress, "progress while it runs")
+			assert.IsNonDecreasing(t, a.Progress)
+			assert.Equal(t, 1.0, a.Progress[len(a.Progress)-1])
+			assert.Empty(t, a.Validation.Problems)
+			assert.Equal(t, lab.Controls(string(src)), a.Validation.Controls)
 		})
 	}
 
@@ -107,4 +115,5 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 	assert.Positive(t, p.Col)
 	assert.Equal(t, "strategies[0].backoff.delay", p.Path)
 	assert.Contains(t, p.Message, "missing")
+	assert.Equal(t, a.Problems, a.Validation.Problems, "validate finds what run refuses")
 }

@@ -1,0 +1,59 @@
+package results
+
+import (
+	"bytes"
+	"encoding/json"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestChartData(t *testing.T) {
+	// Two runs of a strategy, one of another: means per bucket, the
+	// outcome classes, the queue only where measured, the latencies of
+	// both runs merged, and a graph's services per strategy.
+	s := &Summary{BucketS: 0.5, HorizonS: 1.5, Strategies: []StrategySummary{{Name: "a", Index: 1}, {Name: "b", Index: 0}}}
+	a0, a1, b := NewRun("a", 0, 3), NewRun("a", 1, 3), NewRun("b", 0, 3)
+	a0.Series[0] = Bucket{Attempts: 10, OK: 6, NotOK: 4, Rejected: 4, QueueMax: 8}
+	a1.Series[0] = Bucket{Attempts: 20, OK: 20, QueueMax: 2}
+	a1.Series[2] = Bucket{Attempts: 2, NotOK: 2, NotOKTimeout: 2}
+	a0.QueueTracked, a1.QueueTracked = true, true
+	for _, us := range []int64{1000, 1000, 2000} {
+		require.NoError(t, a0.Latency.RecordValue(us))
+	}
+	require.NoError(t, a1.Latency.RecordValue(4000))
+	a0.Services = []*ServiceRun{{Name: "db", Series: []Bucket{{Attempts: 4}, {Attempts: 2}}}}
+	a1.Services = []*ServiceRun{{Name: "db", Series: []Bucket{{Attempts: 8}}}}
+	b.Series[1] = Bucket{Attempts: 5, OK: 5}
+
+	c, err := ChartData(s, []*Run{b, a1, a0})
+	require.NoError(t, err)
+	assert.Equal(t, []float64{0, 0.5, 1}, c.T)
+	require.Len(t, c.Strategies, 2)
+	sa, sb := c.Strategies[0], c.Strategies[1]
+	assert.Equal(t, "a", sa.Name, "in the summary's order")
+	assert.Equal(t, 1, sa.Index)
+	assert.Equal(t, []float64{15, 0, 1}, sa.Attempts)
+	assert.Equal(t, []float64{13, 0, 0}, sa.Outcomes.Succeeded)
+	assert.Equal(t, []float64{2, 0, 0}, sa.Outcomes.Rejected)
+	assert.Equal(t, []float64{0, 0, 1}, sa.Outcomes.TimedOut)
+	assert.Equal(t, []float64{5, 0, 0}, sa.Queue)
+	assert.Nil(t, sb.Queue, "b's queue was not measured")
+	assert.Equal(t, int64(4), sa.Latency.Count)
+	require.NotEmpty(t, sa.Latency.S)
+	assert.Equal(t, 1.0, sa.Latency.P[len(sa.Latency.P)-1])
+	assert.InEpsilon(t, 0.004, sa.Latency.S[len(sa.Latency.S)-1], 0.001)
+	assert.Equal(t, int64(0), sb.Latency.Count)
+	assert.Equal(t, []float64{}, sb.Latency.S, "no deliveries: an empty distribution, not null")
+	require.Len(t, c.Services, 1)
+	assert.Equal(t, map[string][]float64{"a": {6, 1, 0}}, c.Services[0].Attempts)
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteCharts(&buf, c))
+	var back map[string]any
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &back))
+	assert.EqualValues(t, ChartsVersion, back["version"])
+	assert.Contains(t, buf.String(), `"queue":null`)
+	assert.Contains(t, buf.String(), `"timed_out":[0,0,1]`)
+}

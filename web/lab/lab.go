@@ -1,0 +1,141 @@
+// Package lab is what the browser app's engines answer, in Go: the
+// problems and controls of a scenario as it is typed, and a run's
+// summary.json and chart data. herdlab ui's server and the simulator in
+// WebAssembly (web/wasm) both call it, so the page gets the same answers
+// from either. It holds no model logic: it parses with scenarios and runs
+// with sim, as the CLI does. The JSON is described in web/README.md.
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
+)
+
+// Problem is a problem of a scenario file, at its line and column (from
+// 1), as herdlab validate prints it.
+type Problem struct {
+	Line    int    `json:"line"`
+	Col     int    `json:"col"`
+	Path    string `json:"path"`
+	Message string `json:"message"`
+	// Rule names the lint rule of a warning (HL001...); "" for a
+	// problem that makes the file invalid.
+	Rule string `json:"rule,omitempty"`
+}
+
+// Validation is the answer to validate: the file's problems (none for a
+// valid file, with Error then empty), lint's warnings (findings the file
+// does not silence), what the scenario simulates, and its controls.
+type Validation struct {
+	Problems []Problem `json:"problems"`
+	Error    string    `json:"error,omitempty"`
+	Warnings []Problem `json:"warnings"`
+	Describe string    `json:"describe,omitempty"`
+	Controls []Control `json:"controls"`
+}
+
+// Validate parses and validates the scenario src, named file in messages.
+func Validate(src, file string) Validation {
+	v := Validation{Problems: []Problem{}, Warnings: []Problem{}, Controls: Controls(src)}
+	sc, err := scenarios.Parse(file, []byte(src))
+	if err != nil {
+		v.Problems, v.Error = problems(err), err.Error()
+		return v
+	}
+	v.Describe = sc.Describe()
+	for _, f := range scenarios.Lint(sc) {
+		if f.Silenced == "" {
+			v.Warnings = append(v.Warnings, Problem{Line: f.Line, Col: f.Col, Path: f.Path, Message: f.Rule.Name + ": " + f.Msg, Rule: f.Rule.ID})
+		}
+	}
+	return v
+}
+
+// Result is the answer to run: summary.json as herdlab run writes it,
+// byte for byte, and the chart data; or the error that stopped it, with
+// the problems of the file when it is the file's.
+type Result struct {
+	Summary  string          `json:"summary,omitempty"`
+	Charts   *results.Charts `json:"charts,omitempty"`
+	Error    string          `json:"error,omitempty"`
+	Problems []Problem       `json:"problems,omitempty"`
+}
+
+// Options bound a run.
+type Options struct {
+	// MaxMemory is the memory the runs may take, as sim.Fit estimates it;
+	// a scenario whose one run at a time does not fit is refused. 0: no
+	// bound.
+	MaxMemory int64
+	// Parallel is how many runs go at once; 0: one per CPU.
+	Parallel int
+	// Progress, when set, is called with the share of the work done,
+	// from 0 to 1, from the runs' goroutines, one call at a time; none
+	// after Run returns.
+	Progress func(done float64)
+}
+
+// Run parses, validates and simulates the scenario src (named file in
+// messages), with the scenario's seed and runs, every strategy: what
+// herdlab run FILE does.
+func Run(ctx context.Context, src, file string, o Options) Result {
+	sc, err := scenarios.ParseContext(ctx, file, []byte(src))
+	if err != nil {
+		return failure(err)
+	}
+	opts := sim.Options{MaxMemory: o.MaxMemory, Parallel: o.Parallel}
+	if o.Progress != nil {
+		total := float64(sim.ProgressUnits * sc.Runs * len(sc.Strategies))
+		var mu sync.Mutex
+		done := 0
+		opts.Progress = func(units int) {
+			mu.Lock()
+			defer mu.Unlock()
+			done += units
+			o.Progress(min(float64(done)/total, 1))
+		}
+	}
+	res, err := sim.Run(ctx, sc, opts)
+	if err != nil {
+		return failure(err)
+	}
+	var b bytes.Buffer
+	if err := results.WriteJSON(&b, res.Summary); err != nil {
+		return failure(err)
+	}
+	charts, err := results.ChartData(res.Summary, res.Runs)
+	if err != nil {
+		return failure(err)
+	}
+	return Result{Summary: b.String(), Charts: charts}
+}
+
+// failure is the result of a run that err stopped.
+func failure(err error) Result {
+	return Result{Error: err.Error(), Problems: problems(err)}
+}
+
+// problems lists err's problems, each placed where scenarios placed it.
+func problems(err error) []Problem {
+	out := []Problem{}
+	for _, e := range unjoin(err) {
+		var se *scenarios.Error
+		if errors.As(e, &se) {
+			out = append(out, Problem{Line: se.Line, Col: se.Col, Path: se.Path, Message: se.Msg})
+		}
+	}
+	return out
+}
+
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
+}

@@ -1,0 +1,157 @@
+package lab
+
+import (
+	"context"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
+)
+
+const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"
+
+func read(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile("../../scenarios/" + name)
+	require.NoError(t, err)
+	return string(b)
+}
+
+// at returns the text of src at line and col (from 1, in characters),
+// n characters long.
+func at(src string, line, col, n int) string {
+	lines := strings.Split(src, "\n")
+	if line < 1 || line > len(lines) {
+		return ""
+	}
+	r := []rune(lines[line-1])
+	if col < 1 || col-1+n > len(r) {
+		return ""
+	}
+	return string(r[col-1 : col-1+n])
+}
+
+func TestValidateAValidFile(t *testing.T) {
+	src := read(t, "thundering-herd.yaml")
+	v := Validate(src, "thundering-herd.yaml")
+	assert.Empty(t, v.Problems)
+	assert.Empty(t, v.Error)
+	assert.Empty(t, v.Warnings, "the file silences what lint finds")
+	assert.Contains(t, v.Describe, "50,000 requests in a burst")
+	labels := map[string]string{}
+	for _, c := range v.Controls {
+		labels[c.Path] = c.Label + " = " + c.Value
+		assert.Equal(t, c.Value, at(src, c.Line, c.Col, c.Len), "%s: the control's span holds its value", c.Path)
+	}
+	assert.Equal(t, map[string]string{
+		"seed":                        "seed = 1",
+		"runs":                        "runs = 1",
+		"duration":                    "horizon = 15m",
+		"server.concurrency":          "server concurrency = 200",
+		"server.queue":                "server queue = 2000",
+		"server.outages[0].start":     "outage 1: start = 0s",
+		"server.outages[0].duration":  "outage 1: length = 30s",
+		"workload.requests":           "requests = 50000",
+		"strategies[0].backoff.delay": "fixed-60s: delay = 60s",
+		"strategies[0].max_attempts":  "fixed-60s: attempts = 10",
+		"strategies[1].backoff.base":  "exponential: base = 1s",
+		"strategies[1].backoff.cap":   "exponential: cap = 60s",
+		"strategies[1].max_attempts":  "exponential: attempts = 10",
+		"strategies[2].backoff.base":  "full-jitter: base = 1s",
+		"strategies[2].backoff.cap":   "full-jitter: cap = 60s",
+		"strategies[2].max_attempts":  "full-jitter: attempts = 10",
+		"strategies[2].timeout":       "full-jitter: timeout = 10s",
+		"strategies[3].backoff.base":  "equal-jitter: base = 1s",
+		"strategies[3].backoff.cap":   "equal-jitter: cap = 60s",
+		"strategies[3].max_attempts":  "equal-jitter: attempts = 10",
+		"strategies[4].backoff.base":  "decorrelated-jitter: base = 1s",
+		"strategies[4].backoff.cap":   "decorrelated-jitter: cap = 60s",
+		"strategies[4].max_attempts":  "decorrelated-jitter: attempts = 10",
+	}, labels)
+}
+
+func TestControlsOfAGraph(t *testing.T) {
+	src := read(t, "real-graph.yaml")
+	v := Validate(src, "real-graph.yaml")
+	require.Empty(t, v.Problems)
+	var services int
+	for _, c := range v.Controls {
+		assert.Equal(t, c.Value, at(src, c.Line, c.Col, c.Len), c.Path)
+		if strings.HasPrefix(c.Path, "services[") {
+			services++
+			assert.NotContains(t, c.Label, "%", c.Path)
+		}
+	}
+	assert.Positive(t, services, "the services' numbers are controls")
+}
+
+func TestControlsOnlyWherePlain(t *testing.T) {
+	// A quoted value, a value from an alias and text that is not YAML
+	// give no control: the page could not edit them in place.
+	src := "workload: {requests: \"10\"}\nserver: {concurrency: &c 5, queue: *c}\nruns: 3 # three\n"
+	var paths []string
+	for _, c := range Controls(src) {
+		paths = append(paths, c.Path)
+	}
+	assert.Equal(t, []string{"server.concurrency", "runs"}, paths)
+	assert.Empty(t, Controls("{{{"))
+}
+
+func TestValidateABadFile(t *testing.T) {
+	v := Validate(badFile, "bad.yaml")
+	require.NotEmpty(t, v.Problems)
+	assert.Equal(t, Problem{Line: 4, Col: 24, Path: "strategies[0].backoff.delay", Message: v.Problems[0].Message}, v.Problems[0])
+	assert.Contains(t, v.Error, "bad.yaml:4:")
+	assert.Empty(t, v.Describe)
+}
+
+func TestRun(t *testing.T) {
+	var mu sync.Mutex
+	var seen []float64
+	r := Run(context.Background(), read(t, "thundering-herd.yaml"), "thundering-herd.yaml", Options{Progress: func(f float64) {
+		mu.Lock()
+		seen = append(seen, f)
+		mu.Unlock()
+	}})
+	require.Empty(t, r.Error)
+	s, err := results.ReadJSON(strings.NewReader(r.Summary))
+	require.NoError(t, err)
+	require.Len(t, s.Strategies, 5)
+	require.NotNil(t, r.Charts)
+	require.Len(t, r.Charts.Strategies, 5)
+	assert.Len(t, r.Charts.T, 900, "15 min of 1 s buckets")
+	for i, st := range r.Charts.Strategies {
+		total := 0.0
+		for _, x := range st.Attempts {
+			total += x
+		}
+		assert.InDelta(t, s.Strategies[i].Attempts, total, 1e-6, "%s: the series add up to the summary's attempts", st.Name)
+	}
+	require.NotEmpty(t, seen)
+	assert.IsNonDecreasing(t, seen)
+	assert.Equal(t, 1.0, seen[len(seen)-1])
+}
+
+func TestRunRefuses(t *testing.T) {
+	r := Run(context.Background(), badFile, "bad.yaml", Options{})
+	assert.Empty(t, r.Summary)
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, 4, r.Problems[0].Line)
+
+	// Over the memory bound: the message says so, at the workload.
+	r = Run(context.Background(), read(t, "thundering-herd.yaml"), "thundering-herd.yaml", Options{MaxMemory: 1 << 20})
+	assert.Empty(t, r.Summary)
+	assert.Contains(t, r.Error, "memory")
+	require.NotEmpty(t, r.Problems)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r = Run(ctx, read(t, "thundering-herd.yaml"), "thundering-herd.yaml", Options{})
+	assert.Empty(t, r.Summary)
+	assert.Contains(t, r.Error, "canceled")
+}
