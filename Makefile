@@ -7,7 +7,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build test check bench demo docs docs-into docs-check lint fuzz clean
+.PHONY: all build test check bench demo docs docs-into docs-check lint fuzz clean ui site assets
 
 all: build
 
@@ -18,12 +18,29 @@ build:
 # tests that need real time undistorted by it (the real-HTTP agreement and
 # timing) or are too slow under it (the metastable phase diagram), one
 # package at a time (-p 1) so that none takes the others' cores.
-# The WebAssembly test (web/wasm) keeps a core busy for half a minute:
-# it runs in the second, sequential step, not beside the timing-sensitive
-# real-HTTP tests of the first.
+# The WebAssembly test (web/wasm) and the browser tests (web: a headless
+# Chromium against herdlab ui and the static site) keep a core busy for a
+# minute: they run in the second, sequential step, not beside the
+# timing-sensitive real-HTTP tests of the first.
 test: lint
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /web/)
-	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm
+	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /web/wasm)
+	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm ./web
+
+# ui: the lab in the browser, at http://127.0.0.1:8090/ (herdlab ui).
+ui: build
+	./$(BIN) ui $(SCENARIO)
+
+# site: the same app as a static site in $(SITE), any static host can
+# serve it; the simulator runs in the browser, in WebAssembly.
+SITE ?= site
+site:
+	GOOS=js GOARCH=wasm $(GO) build -trimpath -o bin/herdlab.wasm ./web/wasm
+	$(GO) run ./web/site -o $(SITE) --wasm bin/herdlab.wasm --goroot "$$($(GO) env GOROOT)"
+
+# assets: rebuild the page's bundle (web/app/dist, committed and embedded)
+# from web/app's sources and its locked npm packages; needs Node.js and npm.
+assets:
+	cd web/app && npm ci --no-audit --no-fund && npm run build
 
 # check: every shipped scenario's checks, the way a team gates its own in
 # CI; and the README's charts are what the code draws.

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"math"
 	"net"
 	"net/http"
 	"reflect"
@@ -107,23 +106,7 @@ func (c GraphCounts) AddTo(run *results.Run) {
 
 // wire returns the counts as JSON carries them: an unbounded capacity
 // (which JSON has no number for) as -1; unwire undoes it.
-func (c GraphCounts) wire(to bool) {
-	var walk func(s *results.ServiceRun)
-	walk = func(s *results.ServiceRun) {
-		switch {
-		case to && math.IsInf(s.Capacity, 1):
-			s.Capacity = -1
-		case !to && s.Capacity < 0:
-			s.Capacity = math.Inf(1)
-		}
-		for _, r := range s.Replicas {
-			walk(r)
-		}
-	}
-	for _, s := range c.Services {
-		walk(s)
-	}
-}
+func (c GraphCounts) wire(to bool) { results.WireServices(c.Services, to) }
 
 // GraphFingerprint returns a short digest of what a Graph of sc serves:
 // its services. A replay compares it with the one a served graph

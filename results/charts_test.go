@@ -3,7 +3,10 @@ package results
 import (
 	"bytes"
 	"encoding/json"
+	"math"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -56,4 +59,43 @@ func TestChartData(t *testing.T) {
 	assert.EqualValues(t, ChartsVersion, back["version"])
 	assert.Contains(t, buf.String(), `"queue":null`)
 	assert.Contains(t, buf.String(), `"timed_out":[0,0,1]`)
+}
+
+func TestRunsRoundTrip(t *testing.T) {
+	// A run comes back whole: a pointer to 0 apart from nil, an empty
+	// map apart from none, the latency histogram's counts, an unbounded
+	// capacity, the services' replicas; and the runs given are left as
+	// they were.
+	zero := int64(0)
+	var d time.Duration
+	r := NewRun("a", 3, 2)
+	r.Backlog, r.Drain = &zero, &d
+	r.Series[1] = Bucket{Attempts: 7, QueueMean: 1.0 / 3}
+	require.NoError(t, r.Latency.RecordValue(1234))
+	r.LatencySum = 0.1 + 0.2
+	r.Services = []*ServiceRun{{Name: "db", Replica: -1, Capacity: math.Inf(1), Replicas: []*ServiceRun{{Name: "db", Replica: 0, Capacity: math.Inf(1)}}}}
+	r.ClientRates = []ClientRate{{Limited: 2, Rate: 0.5}}
+	other := &Run{Strategy: "b"}
+
+	var buf bytes.Buffer
+	require.NoError(t, EncodeRuns(&buf, []*Run{r, other}))
+	assert.True(t, math.IsInf(r.Services[0].Replicas[0].Capacity, 1), "the run given is unchanged")
+	back, err := DecodeRuns(&buf)
+	require.NoError(t, err)
+	require.Len(t, back, 2)
+	got := back[0]
+	require.NotNil(t, got.Backlog)
+	assert.Equal(t, int64(0), *got.Backlog)
+	require.NotNil(t, got.Drain)
+	assert.Nil(t, got.Completion)
+	assert.Equal(t, r.Latency.Export(), got.Latency.Export())
+	assert.Equal(t, int64(1), got.Latency.TotalCount())
+	got.Latency, r.Latency = nil, nil
+	assert.Equal(t, r, got)
+	assert.Equal(t, other, back[1])
+
+	_, err = DecodeRuns(strings.NewReader(`{"version": 2, "runs": []}`))
+	assert.ErrorContains(t, err, "version 2")
+	_, err = DecodeRuns(strings.NewReader(`{"version": 1, "runs": [{}]}`))
+	assert.ErrorContains(t, err, "run 0 is missing")
 }

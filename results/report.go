@@ -132,18 +132,45 @@ figcaption { color: #555; font-size: 0.9em; }
 {{range slice . 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{if gt .S.Runs 1}}<p>Figures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).</p>{{end}}
-{{with .Images}}<h2>Charts</h2>{{range .}}
-<figure><img src="{{.Src}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}{{end}}
+{{if or .Images .Live}}<h2>Charts</h2>{{end}}
+{{with .Live}}<style>{{.Style}}</style>
+<div id="herdlab-charts"></div>
+<noscript><p>The charts are drawn with JavaScript; report.md shows them as images.</p></noscript>
+<script>{{.Script}}</script>
+<script>window.herdlabReport = HerdlabCharts.render(document.getElementById("herdlab-charts"), {{.Summary}}, {{.Charts}});</script>{{end}}
+{{range .Images}}
+<figure><img src="{{.Src}}" alt="{{.Caption}}"><figcaption>{{.Caption}}</figcaption></figure>{{end}}
 </body>
 </html>
 `))
 
+// Interactive is what report.html needs to draw its charts in the page,
+// with zoom, values on hover and strategies toggled: the chart data and
+// the chart component (web.ChartScript and web.ChartStyle), which the
+// page inlines, offline as ever.
+type Interactive struct {
+	Charts        *Charts
+	Script, Style string
+}
+
+// interactiveCharts are the charts the chart component draws: with it,
+// report.html leaves out their images (report.md keeps them).
+var interactiveCharts = []string{"load", "recovery", "latency", "queue", "amplification", "services-load"}
+
 // WriteHTML writes report.html: the report of WriteReport as one
-// self-contained page, its images inlined.
-func WriteHTML(w io.Writer, s *Summary, images []Image) error {
+// self-contained page. With live, the charts the chart component draws
+// are drawn in the page from the data inlined, and the other images (a
+// graph's layers and diagram) are inlined; without it, every image is.
+func WriteHTML(w io.Writer, s *Summary, images []Image, live *Interactive) error {
 	type img struct {
 		Src     template.URL
 		Caption string
+	}
+	type component struct {
+		Summary *Summary
+		Charts  *Charts
+		Script  template.JS
+		Style   template.CSS
 	}
 	data := struct {
 		S         *Summary
@@ -151,9 +178,19 @@ func WriteHTML(w io.Writer, s *Summary, images []Image) error {
 		Takeaways []string
 		Rows      [][]string
 		Services  [][]string
+		Live      *component
 		Images    []img
 	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s), Services: serviceRows(s)}
+	if live != nil {
+		// The script is inlined as is: it must not end its element early.
+		script := strings.ReplaceAll(live.Script, "</script", `<\/script`)
+		data.Live = &component{Summary: s, Charts: live.Charts, Script: template.JS(script), Style: template.CSS(live.Style)}
+	}
 	for _, im := range images {
+		name := strings.TrimSuffix(im.File, path.Ext(im.File))
+		if live != nil && slices.Contains(interactiveCharts, name) {
+			continue
+		}
 		src := "data:" + im.mime() + ";base64," + base64.StdEncoding.EncodeToString(im.Data)
 		data.Images = append(data.Images, img{Src: template.URL(src), Caption: im.Caption})
 	}

@@ -2,6 +2,7 @@ package results
 
 import (
 	"bytes"
+	"encoding/base64"
 	"errors"
 	"io"
 	"math"
@@ -380,13 +381,37 @@ func TestReportsEmbedCharts(t *testing.T) {
 	assert.Contains(t, md.String(), "![demo: load on the server](load.png)")
 	assert.Contains(t, md.String(), "## Takeaways\n")
 
-	require.NoError(t, WriteHTML(&page, s, images))
+	require.NoError(t, WriteHTML(&page, s, images, nil))
 	html := page.String()
 	assert.Contains(t, html, `src="data:image/png;base64,iVBORyBmYWtl"`, "images are inlined")
 	assert.Contains(t, html, `src="data:image/svg&#43;xml;base64,PHN2Zy8&#43;"`, "an escaped + is still a +")
 	assert.Contains(t, html, "demo: &lt;latency&gt; &amp; CDF", "text is escaped")
 	assert.Contains(t, html, "<td>full-jitter</td><td>376,037</td>")
 	assert.NotContains(t, html, "load.png", "nothing refers to a file beside the page")
+	assert.NotContains(t, html, "<script", "without the chart component, no script")
+}
+
+func TestReportDrawsItsChartsInThePage(t *testing.T) {
+	// With the chart component, report.html inlines it and the data, and
+	// leaves out the images of the charts it draws, keeping the others.
+	s := summaryForTest()
+	images := []Image{
+		{File: "load.png", Caption: "load", Data: []byte("load image")},
+		{File: "graph.png", Caption: "the graph", Data: []byte("graph image")},
+	}
+	charts := &Charts{Version: ChartsVersion, BucketS: 1, T: []float64{0, 1}, Strategies: []StrategyCharts{{Name: "a</script>", Attempts: []float64{3, 4}}}}
+	live := &Interactive{Charts: charts, Script: `var HerdlabCharts = {render: function () { return "</script>"; }};`, Style: ".chart { width: 100% }"}
+	var page bytes.Buffer
+	require.NoError(t, WriteHTML(&page, s, images, live))
+	html := page.String()
+	assert.Contains(t, html, `return "<\/script>"`, "the script cannot end its element")
+	assert.Contains(t, html, "<style>.chart { width: 100% }</style>")
+	assert.Contains(t, html, `window.herdlabReport = HerdlabCharts.render(document.getElementById("herdlab-charts"), {"scenario":`)
+	assert.Contains(t, html, `"attempts":[3,4]`, "the chart data, inlined")
+	assert.Contains(t, html, `a\u003c/script\u003e`, "data is escaped in the script")
+	assert.Equal(t, 2, strings.Count(html, "</script>"), "two scripts, each ended once")
+	assert.NotContains(t, html, base64.StdEncoding.EncodeToString([]byte("load image")), "the load chart is drawn, not inlined")
+	assert.Contains(t, html, base64.StdEncoding.EncodeToString([]byte("graph image")), "the graph diagram is inlined")
 }
 
 func TestWriteComparison(t *testing.T) {

@@ -56,8 +56,9 @@ type Run struct {
 	Drain, Completion *time.Duration
 
 	// Latency holds delivered requests' latencies (creation to delivery)
-	// in microseconds; LatencySum is their exact sum in seconds.
-	Latency    *hdrhistogram.Histogram
+	// in microseconds; LatencySum is their exact sum in seconds. (In
+	// JSON, EncodeRuns writes the histogram's snapshot beside the run.)
+	Latency    *hdrhistogram.Histogram `json:"-"`
 	LatencySum float64
 
 	Series []Bucket // one per bucket from t = 0

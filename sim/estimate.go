@@ -220,7 +220,7 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 // must be valid.
 func Fit(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
 	n := Estimate(sc, opts)
-	if err := n.check(sc, limit, false); err != nil {
+	if err := n.check(sc, limit, false, opts.limitName()); err != nil {
 		return 0, err
 	}
 	return n.fit(limit), nil
@@ -233,7 +233,7 @@ func FitUnits(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
 	n := Estimate(sc, opts)
 	n.Runs = n.AtOnce
 	n.Rows = 0
-	if err := n.check(sc, limit, true); err != nil {
+	if err := n.check(sc, limit, true, opts.limitName()); err != nil {
 		return 0, err
 	}
 	return n.fit(limit), nil
@@ -251,7 +251,7 @@ func (n Needs) fit(limit int64) int {
 }
 
 // check reports what does not fit, with one run at a time.
-func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool) error {
+func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name string) error {
 	fail := func(path, format string, args ...any) error {
 		line, col := sc.Position(path)
 		return &scenarios.Error{File: sc.File(), Line: max(line, 1), Col: max(col, 1), Path: path, Msg: fmt.Sprintf(format, args...)}
@@ -288,12 +288,12 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool) error {
 		if buckets > 10_000 {
 			path = "bucket"
 		}
-		return fail(path, "%d runs (strategies x replications) of %s buckets each keep about %s in memory until the outputs are written (%s a run); the limit is %s (--max-memory)",
-			n.Runs, results.Count(float64(buckets)), results.Bytes(kept), results.Bytes(n.Kept), limitText)
+		return fail(path, "%d runs (strategies x replications) of %s buckets each keep about %s in memory until the outputs are written (%s a run); the limit is %s (%s)",
+			n.Runs, results.Count(float64(buckets)), results.Bytes(kept), results.Bytes(n.Kept), limitText, name)
 	}
 	top := n.perRun[0]
-	return fail(top.path, "a run needs about %s of memory: %s; the limit is %s (--max-memory)",
-		results.Bytes(n.PerRun+n.Kept+baseMemory), top.what, limitText)
+	return fail(top.path, "a run needs about %s of memory: %s; the limit is %s (%s)",
+		results.Bytes(n.PerRun+n.Kept+baseMemory), top.what, limitText, name)
 }
 
 // joinWords joins words as a list in prose: a, b and c.

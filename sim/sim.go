@@ -30,9 +30,20 @@ type Options struct {
 	// estimates it: fewer runs go at once if need be, and Run refuses a
 	// scenario whose one run at a time does not fit. 0 means no bound.
 	MaxMemory int64
+	// MaxMemoryName is how messages name MaxMemory; "" names the CLI's
+	// flag, --max-memory.
+	MaxMemoryName string
 	// MaxEvents is the event budget of one run: a run that reaches it
 	// stops with an error (ErrEventBudget). 0 means DefaultMaxEvents.
 	MaxEvents int64
+}
+
+// limitName is how messages name the memory limit.
+func (o Options) limitName() string {
+	if o.MaxMemoryName == "" {
+		return "--max-memory"
+	}
+	return o.MaxMemoryName
 }
 
 // bigWorld is the memory of a run (as Estimate counts it) from which its
@@ -73,7 +84,7 @@ func Run(ctx context.Context, sc *scenarios.Scenario, opts Options) (*Result, er
 		}
 	}
 	needs := Estimate(sc, opts)
-	if err := needs.check(sc, opts.MaxMemory, false); err != nil {
+	if err := needs.check(sc, opts.MaxMemory, false, opts.limitName()); err != nil {
 		return nil, err
 	}
 	parallel := needs.fit(opts.MaxMemory)

@@ -52,6 +52,7 @@ var commands = map[string]*command{
 	"replay":   replayCmd,
 	"serve":    serveCmd,
 	"run":      runCmd,
+	"ui":       uiCmd,
 	"validate": validateCmd,
 	"version":  versionCmd,
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/web"
 )
 
 var runCmd = &command{
@@ -208,12 +209,18 @@ func saveBaseline(dir string, s *results.Summary) error {
 // (none when opts is nil).
 func outputFiles(ctx context.Context, sc *scenarios.Scenario, res *sim.Result, opts *plots.Options) ([]results.File, error) {
 	var images []results.Image
+	var live *results.Interactive
 	if opts != nil {
 		charts, err := plots.RenderContext(ctx, res.Summary, res.Runs, *opts)
 		if err != nil {
 			return nil, err
 		}
 		images = plots.Images(charts, *opts)
+		data, err := results.ChartData(res.Summary, res.Runs)
+		if err != nil {
+			return nil, err
+		}
+		live = &results.Interactive{Charts: data, Script: web.ChartScript(), Style: web.ChartStyle()}
 	}
 	files := []results.File{
 		{Name: "summary.json", Write: func(w io.Writer) error { return results.WriteJSON(w, res.Summary) }},
@@ -229,7 +236,7 @@ func outputFiles(ctx context.Context, sc *scenarios.Scenario, res *sim.Result, o
 	files = append(files, results.ImageFiles(images)...)
 	files = append(files,
 		results.File{Name: "report.md", Write: func(w io.Writer) error { return results.WriteReport(w, res.Summary, images) }},
-		results.File{Name: "report.html", Write: func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images) }},
+		results.File{Name: "report.html", Write: func(w io.Writer) error { return results.WriteHTML(w, res.Summary, images, live) }},
 	)
 	return files, nil
 }

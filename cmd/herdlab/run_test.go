@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/web"
 )
 
 const small = `name: small
@@ -56,6 +57,13 @@ func TestRunWritesEveryOutput(t *testing.T) {
 	require.Len(t, s.Strategies, 2)
 	assert.Equal(t, 2000.0, s.Strategies[0].Requests)
 	assert.NotNil(t, s.Strategies[0].CI95)
+	page, err := os.ReadFile(filepath.Join(out, "report.html"))
+	require.NoError(t, err)
+	assert.Contains(t, string(page), "HerdlabCharts.render(", "report.html draws its charts in the page")
+	assert.Contains(t, string(page), web.ChartScript(), "with the chart component inlined")
+	report, err := os.ReadFile(filepath.Join(out, "report.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(report), "(load.png)", "report.md keeps its images")
 }
 
 func TestRunChartFormats(t *testing.T) {
@@ -77,6 +85,9 @@ func TestRunChartFormats(t *testing.T) {
 	require.Equal(t, exitOK, code, stderr)
 	assert.NoFileExists(t, filepath.Join(none, "load.png"))
 	assert.FileExists(t, filepath.Join(none, "report.html"))
+	page, err := os.ReadFile(filepath.Join(none, "report.html"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(page), "<script", "--no-charts: no charts in the page either")
 
 	code, _, stderr = herdlab("run", file, "-o", filepath.Join(dir, "bad"), "--format", "gif")
 	assert.Equal(t, exitBadInput, code)

@@ -7,7 +7,6 @@
 package lab
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"sync"
@@ -38,6 +37,9 @@ type Validation struct {
 	Warnings []Problem `json:"warnings"`
 	Describe string    `json:"describe,omitempty"`
 	Controls []Control `json:"controls"`
+	// Units are the runs a valid scenario makes: strategies x runs (see
+	// RunUnits).
+	Units int `json:"units,omitempty"`
 }
 
 // Validate parses and validates the scenario src, named file in messages.
@@ -48,7 +50,7 @@ func Validate(src, file string) Validation {
 		v.Problems, v.Error = problems(err), err.Error()
 		return v
 	}
-	v.Describe = sc.Describe()
+	v.Describe, v.Units = sc.Describe(), len(sc.Strategies)*sc.Runs
 	for _, f := range scenarios.Lint(sc) {
 		if f.Silenced == "" {
 			v.Warnings = append(v.Warnings, Problem{Line: f.Line, Col: f.Col, Path: f.Path, Message: f.Rule.Name + ": " + f.Msg, Rule: f.Rule.ID})
@@ -73,6 +75,11 @@ type Options struct {
 	// a scenario whose one run at a time does not fit is refused. 0: no
 	// bound.
 	MaxMemory int64
+	// MaxMemoryName is how messages name MaxMemory ("--max-memory"
+	// when empty).
+	MaxMemoryName string
+	// MaxEvents is the event budget of one run; 0: sim.DefaultMaxEvents.
+	MaxEvents int64
 	// Parallel is how many runs go at once; 0: one per CPU.
 	Parallel int
 	// Progress, when set, is called with the share of the work done,
@@ -89,7 +96,7 @@ func Run(ctx context.Context, src, file string, o Options) Result {
 	if err != nil {
 		return failure(err)
 	}
-	opts := sim.Options{MaxMemory: o.MaxMemory, Parallel: o.Parallel}
+	opts := sim.Options{MaxMemory: o.MaxMemory, MaxMemoryName: o.MaxMemoryName, MaxEvents: o.MaxEvents, Parallel: o.Parallel}
 	if o.Progress != nil {
 		total := float64(sim.ProgressUnits * sc.Runs * len(sc.Strategies))
 		var mu sync.Mutex
@@ -105,15 +112,7 @@ func Run(ctx context.Context, src, file string, o Options) Result {
 	if err != nil {
 		return failure(err)
 	}
-	var b bytes.Buffer
-	if err := results.WriteJSON(&b, res.Summary); err != nil {
-		return failure(err)
-	}
-	charts, err := results.ChartData(res.Summary, res.Runs)
-	if err != nil {
-		return failure(err)
-	}
-	return Result{Summary: b.String(), Charts: charts}
+	return summarize(res.Summary, res.Runs)
 }
 
 // failure is the result of a run that err stopped.

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"os"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +13,12 @@ import (
 
 	"github.com/zeontools/herdlab/results"
 )
+
+var wallS = regexp.MustCompile(`"wall_s": [-0-9.e+]+`)
+
+// normalize sets the engine's wall time in a summary.json, the one
+// figure that differs from run to run, to 0.
+func normalize(summary string) string { return wallS.ReplaceAllString(summary, `"wall_s": 0`) }
 
 const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"
 
@@ -154,4 +161,47 @@ func TestRunRefuses(t *testing.T) {
 	r = Run(ctx, read(t, "thundering-herd.yaml"), "thundering-herd.yaml", Options{})
 	assert.Empty(t, r.Summary)
 	assert.Contains(t, r.Error, "canceled")
+}
+
+func TestRunsInPartsSummariseAsOne(t *testing.T) {
+	// The static site's workers each run some units, in any order, and
+	// one summarises: summary.json and the chart data are Run's, for a
+	// single server, runs > 1, a graph and the AWS adaptive limiter's
+	// client rates.
+	for _, name := range []string{"thundering-herd.yaml", "jitter.yaml", "real-graph.yaml", "overload-controls.yaml"} {
+		src := read(t, name)
+		whole := Run(context.Background(), src, name, Options{})
+		require.Empty(t, whole.Error, name)
+		v := Validate(src, name)
+		require.Positive(t, v.Units, name)
+		var odd, even []int
+		for k := v.Units - 1; k >= 0; k-- {
+			if k%2 == 1 {
+				odd = append(odd, k)
+			} else {
+				even = append(even, k)
+			}
+		}
+		var seen []float64
+		a := RunUnits(context.Background(), src, name, odd, Options{Progress: func(f float64) { seen = append(seen, f) }})
+		b := RunUnits(context.Background(), src, name, even, Options{})
+		require.Empty(t, a.Error, name)
+		require.Empty(t, b.Error, name)
+		if len(odd) > 0 {
+			assert.Equal(t, 1.0, seen[len(seen)-1], name)
+		}
+		got := Summarize(src, name, [][]byte{b.Runs, a.Runs})
+		require.Empty(t, got.Error, name)
+		assert.Equal(t, normalize(whole.Summary), normalize(got.Summary), name)
+		assert.Equal(t, whole.Charts, got.Charts, name)
+
+		if v.Units > 1 {
+			missing := Summarize(src, name, [][]byte{b.Runs})
+			assert.Contains(t, missing.Error, "do not hold every run", name)
+			twice := Summarize(src, name, [][]byte{a.Runs, b.Runs, a.Runs})
+			assert.NotEmpty(t, twice.Error, name)
+		}
+	}
+	assert.Contains(t, RunUnits(context.Background(), read(t, "jitter.yaml"), "jitter.yaml", []int{1000}, Options{}).Error, "no unit 1000")
+	assert.Equal(t, 4, RunUnits(context.Background(), badFile, "bad.yaml", []int{0}, Options{}).Problems[0].Line)
 }

@@ -5,10 +5,16 @@
 //
 //	herdlabValidate(yaml, file) -> JSON of lab.Validation
 //	herdlabRun(yaml, file, onProgress) -> JSON of lab.Result
+//	herdlabRunUnits(yaml, file, unitsJSON, onProgress) -> JSON of lab.Part
+//	herdlabSummarize(yaml, file, partsJSON) -> JSON of lab.Result
 //
 // herdlabRun's summary is what `herdlab run` writes to summary.json, byte
 // for byte; onProgress, when given, is called with the share of the work
-// done while the run goes. It holds no model logic.
+// done while the run goes. A page with several workers gives each some
+// of the units (herdlabRunUnits, units as a JSON array of numbers) and
+// one of them the parts' runs (herdlabSummarize, a JSON array of the
+// parts' runs fields), which is herdlabRun's answer. It holds no model
+// logic.
 //
 //	GOOS=js GOARCH=wasm go build -o herdlab.wasm ./web/wasm
 package main
@@ -30,6 +36,8 @@ const maxMemory = 2 << 30
 func main() {
 	js.Global().Set("herdlabValidate", js.FuncOf(validate))
 	js.Global().Set("herdlabRun", js.FuncOf(run))
+	js.Global().Set("herdlabRunUnits", js.FuncOf(runUnits))
+	js.Global().Set("herdlabSummarize", js.FuncOf(summarize))
 	select {} // serve calls until the page goes away
 }
 
@@ -44,12 +52,40 @@ func run(_ js.Value, args []js.Value) any {
 	if len(args) < 2 {
 		return answer(lab.Result{Error: "herdlabRun(yaml, file, onProgress): at least two arguments"})
 	}
-	o := lab.Options{MaxMemory: maxMemory}
-	if len(args) > 2 && args[2].Type() == js.TypeFunction {
-		onProgress := args[2]
+	return answer(lab.Run(context.Background(), args[0].String(), args[1].String(), options(args, 2)))
+}
+
+func runUnits(_ js.Value, args []js.Value) any {
+	var units []int
+	if len(args) < 3 {
+		return answer(lab.Part{Error: "herdlabRunUnits(yaml, file, units, onProgress): at least three arguments"})
+	}
+	if err := json.Unmarshal([]byte(args[2].String()), &units); err != nil {
+		return answer(lab.Part{Error: "herdlabRunUnits: units: " + err.Error()})
+	}
+	return answer(lab.RunUnits(context.Background(), args[0].String(), args[1].String(), units, options(args, 3)))
+}
+
+func summarize(_ js.Value, args []js.Value) any {
+	var parts [][]byte
+	if len(args) < 3 {
+		return answer(lab.Result{Error: "herdlabSummarize(yaml, file, parts): three arguments"})
+	}
+	if err := json.Unmarshal([]byte(args[2].String()), &parts); err != nil {
+		return answer(lab.Result{Error: "herdlabSummarize: parts: " + err.Error()})
+	}
+	return answer(lab.Summarize(args[0].String(), args[1].String(), parts))
+}
+
+// options bounds a run's memory, and reports its progress to the
+// function args[i], if there is one.
+func options(args []js.Value, i int) lab.Options {
+	o := lab.Options{MaxMemory: maxMemory, MaxMemoryName: "what a WebAssembly worker may take in this page; herdlab ui or herdlab run take more"}
+	if len(args) > i && args[i].Type() == js.TypeFunction {
+		onProgress := args[i]
 		o.Progress = func(done float64) { onProgress.Invoke(done) }
 	}
-	return answer(lab.Run(context.Background(), args[0].String(), args[1].String(), o))
+	return o
 }
 
 // answer is v as JSON text: JavaScript parses it, and a summary inside

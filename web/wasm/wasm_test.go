@@ -63,10 +63,11 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 		MS         float64        `json:"ms"`
 		Progress   []float64      `json:"progress"`
 		Validation lab.Validation `json:"validation"`
+		Parts      lab.Result     `json:"parts"`
 	}
-	runWasm := func(file string) answer {
+	runWasm := func(file string, args ...string) answer {
 		t.Helper()
-		cmd := exec.Command(node, filepath.Join("testdata", "run.cjs"), wasmExec, module, file)
+		cmd := exec.Command(node, append([]string{filepath.Join("testdata", "run.cjs"), wasmExec, module, file}, args...)...)
 		var stderr bytes.Buffer
 		cmd.Stderr = &stderr
 		out, err := cmd.Output()
@@ -90,7 +91,14 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 			var want bytes.Buffer
 			require.NoError(t, results.WriteJSON(&want, res.Summary))
 
-			a := runWasm(file)
+			// The runs in parts too, but for the long one.
+			parts := name != "hedging-latch"
+			var a answer
+			if parts {
+				a = runWasm(file, "parts")
+			} else {
+				a = runWasm(file)
+			}
 			require.Empty(t, a.Error)
 			t.Logf("%s: WebAssembly %.0f ms under Node.js, the CLI's packages %.0f ms natively (all cores)", name, a.MS, float64(cli.Milliseconds()))
 			assert.Equal(t, normalize(want.Bytes()), normalize([]byte(a.Summary)), "the same summary.json as the CLI")
@@ -102,6 +110,11 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 			assert.Equal(t, 1.0, a.Progress[len(a.Progress)-1])
 			assert.Empty(t, a.Validation.Problems)
 			assert.Equal(t, lab.Controls(string(src)), a.Validation.Controls)
+			if parts {
+				require.Empty(t, a.Parts.Error)
+				assert.Equal(t, normalize(want.Bytes()), normalize([]byte(a.Parts.Summary)), "runs in two parts, summarised: the same summary.json")
+				assert.Equal(t, charts, a.Parts.Charts, "and the same chart data")
+			}
 		})
 	}
 

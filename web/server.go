@@ -1,0 +1,205 @@
+package web
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/web/lab"
+)
+
+// ServerOptions configure herdlab ui's handler.
+type ServerOptions struct {
+	// Initial is the scenario the page opens with; nil opens the
+	// library's default.
+	Initial *Initial
+	// MaxMemory is the memory one run may take, as the simulator
+	// estimates it: a bigger scenario is refused, with a message that
+	// names the figure. 0: no bound.
+	MaxMemory int64
+	// MaxMemoryName is how messages name MaxMemory.
+	MaxMemoryName string
+	// MaxEvents is the event budget of one run; 0: the simulator's
+	// default.
+	MaxEvents int64
+	// Parallel is how many runs of a simulation go at once; 0: one per
+	// CPU.
+	Parallel int
+}
+
+// maxBody is the most an API request may carry: a scenario file at its
+// largest, quoted in JSON.
+const maxBody = 2*scenarios.MaxFileSize + 4096
+
+// contentSecurity is the page's Content-Security-Policy: nothing from
+// elsewhere, no inline script; WebAssembly compiles in the static site's
+// worker.
+const contentSecurity = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:"
+
+// Handler returns herdlab ui's handler: the page, config.json, the
+// examples, and the API the page runs simulations with (web/README.md).
+// Each client (the Herdlab-Client header the page sends, or else its
+// address) has one simulation at a time: a new run cancels its previous
+// one, and a run ends when its request does (the page went away, or
+// aborted it).
+func Handler(o ServerOptions) http.Handler { return newHandler(o) }
+
+func newHandler(o ServerOptions) *handler {
+	mux := http.NewServeMux()
+	h := &handler{Handler: mux, o: o, running: map[string]*running{}}
+	mux.Handle("GET /", secured(http.FileServerFS(App())))
+	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, Config{Engine: "server", Initial: o.Initial})
+	})
+	mux.HandleFunc("GET /examples/index.json", func(w http.ResponseWriter, r *http.Request) {
+		list, err := examples()
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(list)
+	})
+	mux.HandleFunc("GET /examples/{file}", func(w http.ResponseWriter, r *http.Request) {
+		src, ok := example(r.PathValue("file"))
+		if !ok {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/yaml; charset=utf-8")
+		w.Write(src)
+	})
+	mux.HandleFunc("POST /api/validate", h.validate)
+	mux.HandleFunc("POST /api/run", h.run)
+	return h
+}
+
+// secured adds the page's security headers.
+func secured(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", contentSecurity)
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		next.ServeHTTP(w, r)
+	})
+}
+
+type handler struct {
+	http.Handler
+	o       ServerOptions
+	mu      sync.Mutex
+	running map[string]*running // by client
+}
+
+// running is a client's simulation in progress.
+type running struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// request is the body of api/validate and api/run.
+type request struct {
+	YAML string `json:"yaml"`
+	File string `json:"file"`
+}
+
+// read decodes an API request, answering a bad one itself (false).
+func read(w http.ResponseWriter, r *http.Request) (request, bool) {
+	var req request
+	err := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBody)).Decode(&req)
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		writeJSON(w, http.StatusRequestEntityTooLarge, lab.Result{Error: fmt.Sprintf("the scenario is larger than %d bytes: a scenario is a page of YAML", scenarios.MaxFileSize)})
+		return req, false
+	case err != nil:
+		writeJSON(w, http.StatusBadRequest, lab.Result{Error: "want {\"yaml\": ..., \"file\": ...}: " + err.Error()})
+		return req, false
+	}
+	if req.File == "" {
+		req.File = "scenario.yaml"
+	}
+	return req, true
+}
+
+func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
+	req, ok := read(w, r)
+	if !ok {
+		return
+	}
+	writeJSON(w, http.StatusOK, lab.Validate(req.YAML, req.File))
+}
+
+// run runs a simulation, answering newline-delimited JSON: progress
+// lines, then the result.
+func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	req, ok := read(w, r)
+	if !ok {
+		return
+	}
+	ctx, done := h.start(r)
+	defer done()
+	w.Header().Set("Content-Type", "application/x-ndjson")
+	w.Header().Set("Cache-Control", "no-store")
+	enc := json.NewEncoder(w)
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) {
+		if enc.Encode(v) == nil && flusher != nil {
+			flusher.Flush()
+		}
+	}
+	var last time.Time
+	res := lab.Run(ctx, req.YAML, req.File, lab.Options{
+		MaxMemory:     h.o.MaxMemory,
+		MaxMemoryName: h.o.MaxMemoryName,
+		MaxEvents:     h.o.MaxEvents,
+		Parallel:      h.o.Parallel,
+		Progress: func(f float64) {
+			if now := time.Now(); now.Sub(last) >= 50*time.Millisecond {
+				last = now
+				send(map[string]float64{"progress": f})
+			}
+		},
+	})
+	send(map[string]lab.Result{"result": res})
+}
+
+// start registers a run of r's client: it cancels the client's run in
+// progress, waits for it to end, and returns the new run's context
+// (ended with r's) and the function that ends it.
+func (h *handler) start(r *http.Request) (context.Context, func()) {
+	client := r.Header.Get("Herdlab-Client")
+	if client == "" {
+		client, _, _ = net.SplitHostPort(r.RemoteAddr)
+	}
+	ctx, cancel := context.WithCancel(r.Context())
+	me := &running{cancel: cancel, done: make(chan struct{})}
+	h.mu.Lock()
+	prev := h.running[client]
+	h.running[client] = me
+	h.mu.Unlock()
+	if prev != nil {
+		prev.cancel()
+		<-prev.done
+	}
+	return ctx, func() {
+		cancel()
+		h.mu.Lock()
+		if h.running[client] == me {
+			delete(h.running, client)
+		}
+		h.mu.Unlock()
+		close(me.done)
+	}
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	json.NewEncoder(w).Encode(v)
+}
