@@ -108,101 +108,49 @@ func checkSweep(s *results.Sweep) error {
 	return nil
 }
 
-// cell is a strategy's metric at a point of a sweep.
+// cell is a strategy's metric at a point of a sweep (results.SweepCell).
 type cell struct {
-	v float64
-	// has is set when the metric exists there and is finite.
-	has bool
-	// partial is set when it exists but the server did not recover in
-	// every run: recovery_time_s is then the mean over the runs that
-	// recovered.
-	partial bool
-	// recovered counts the runs in which the server recovered.
-	recovered int
-	// vacant is set, for the recovery metric, when every run left
-	// nothing to recover: has is then false, and the cell says so.
-	vacant bool
+	v                    float64
+	has, partial, vacant bool
+	recovered            int
 }
 
-// sweepCells returns strategy j's metric at every point, in point order.
+// sweepCells returns strategy j's metric at every point, in point order
+// (results.SweepCells).
 func sweepCells(s *results.Sweep, j int) []cell {
-	cells := make([]cell, len(s.Points))
-	for i := range s.Points {
-		ps := &s.Points[i].Strategies[j]
-		v, ok := ps.Value(s.Metric)
-		ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-		cells[i] = cell{recovered: ps.RecoveredRuns - ps.NothingLeftRuns}
-		if s.Metric == neverMetric && ps.Recovery == results.NothingLeft {
-			// A recovery of 0 s that is no speed: nothing was left.
-			cells[i].vacant = true
-			continue
-		}
-		if ok {
-			cells[i].v, cells[i].has, cells[i].partial = v, true, !s.Recovered(ps)
-		}
+	in := results.SweepCells(s, j)
+	cells := make([]cell, len(in))
+	for i, c := range in {
+		cells[i] = cell{v: c.V, has: c.Has, partial: c.Partial, vacant: c.Vacant, recovered: c.Recovered}
 	}
 	return cells
 }
 
 // neverMetric is the metric that a server that never recovered has not.
-const neverMetric = "recovery_time_s"
+const neverMetric = results.NeverMetric
 
 // missingLabel is the legend entry of points without the metric.
-func missingLabel(metric string) string {
-	if metric == neverMetric {
-		return "never recovered"
-	}
-	return "no value"
-}
+func missingLabel(metric string) string { return results.SweepMissingLabel(metric) }
 
 // missingText is the text of a heatmap cell without the metric.
-func missingText(metric string) string {
-	if metric == neverMetric {
-		return "never"
-	}
-	return "none"
-}
+func missingText(metric string) string { return results.SweepMissingText(metric) }
 
 // vacantLabel is the legend entry of points that left nothing to
 // recover.
-const vacantLabel = "nothing left to recover (every request given up by the end of the outage)"
+const vacantLabel = results.SweepVacantLabel
 
 // partialLabel is the legend entry of points whose server did not
 // recover in every run.
-func partialLabel(metric string) string {
-	if metric == neverMetric {
-		return "recovered in only some runs (mean of those)"
-	}
-	return "server did not recover in every run"
-}
+func partialLabel(metric string) string { return results.SweepPartialLabel(metric) }
 
 // sweepRunsNote says what the figures are with several runs.
-func sweepRunsNote(s *results.Sweep) string {
-	switch {
-	case s.Runs <= 1:
-		return ""
-	case s.Metric == "recovered_runs":
-		return fmt.Sprintf(" (of %d runs)", s.Runs)
-	}
-	return fmt.Sprintf(" (mean of %d runs)", s.Runs)
-}
+func sweepRunsNote(s *results.Sweep) string { return results.SweepRunsNote(s) }
 
-// valueLabel formats a value of metric: seconds for a figure in seconds
-// (a name whose first part ends in _s: "12.5 s"), a count otherwise
-// ("3,100", "0.95").
-func valueLabel(metric string, v float64) string {
-	if isSeconds(metric) {
-		return decimal(v, 3) + " s"
-	}
-	return countLabel(v)
-}
+// valueLabel formats a value of metric (results.SweepValueLabel).
+func valueLabel(metric string, v float64) string { return results.SweepValueLabel(metric, v) }
 
-// isSeconds reports whether metric is in seconds: recovery_time_s,
-// latency_s.p99.
-func isSeconds(metric string) bool {
-	first, _, _ := strings.Cut(metric, ".")
-	return strings.HasSuffix(first, "_s")
-}
+// isSeconds reports whether metric is in seconds (results.IsSeconds).
+func isSeconds(metric string) bool { return results.IsSeconds(metric) }
 
 // axisKind is how a sweep axis's values are placed on a line chart.
 type axisKind int
@@ -853,7 +801,7 @@ func (h heatCells) Plot(c draw.Canvas, p *plot.Plot) {
 		case cellVacant:
 			hatch(c, r, vacantColor, th)
 			sty = withColor(withFont(sty, bold), vacantColor)
-			lines = []string{"gave up"}
+			lines = []string{results.SweepVacantText}
 		case cellPartial:
 			bg := h.scale.at(cl.v)
 			c.SetColor(bg)

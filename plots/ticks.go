@@ -3,8 +3,6 @@ package plots
 import (
 	"github.com/zeontools/herdlab/results"
 	"math"
-	"strconv"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/vg"
@@ -120,35 +118,11 @@ func (logTicks) Ticks(lo, hi float64) []plot.Tick {
 	return ticks
 }
 
-// decimal formats x with sig significant digits, or all its integer
-// digits when it has more, and no trailing zeros: 0.001, 2.5, 60, 1500.
-func decimal(x float64, sig int) string {
-	if x == 0 {
-		return "0" // and not "-0"
-	}
-	if math.IsNaN(x) || math.IsInf(x, 0) {
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	digits := max(sig-1-int(math.Floor(math.Log10(math.Abs(x)))), 0)
-	s := strconv.FormatFloat(x, 'f', digits, 64)
-	if strings.Contains(s, ".") {
-		s = strings.TrimRight(strings.TrimRight(s, "0"), ".")
-	}
-	if s == "-0" {
-		s = "0"
-	}
-	return s
-}
+// decimal formats x with sig significant digits (results.SigDecimal).
+func decimal(x float64, sig int) string { return results.SigDecimal(x, sig) }
 
-// countLabel formats a count: rounded to a whole number with thousands
-// separators from 1000 on (50,000), with up to 3 significant digits below
-// (a mean over runs: 12.4, 0.5).
-func countLabel(x float64) string {
-	if math.Abs(x) < 999.5 {
-		return decimal(x, 3)
-	}
-	return results.Count(math.Round(x))
-}
+// countLabel formats a count (results.CountLabel).
+func countLabel(x float64) string { return results.CountLabel(x) }
 
 // secondsLabel formats a duration in seconds with its 95% half-width when
 // not 0: "511 s", "24.5 s ± 3.1".

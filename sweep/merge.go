@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/zeontools/herdlab/plots"
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/sim"
 )
@@ -193,17 +192,22 @@ func pointValues(axes []results.Axis, p int) []string {
 	return vals
 }
 
+// Charts draws a sweep's charts, as the images of its report (the CLI's
+// are plots.SweepCharts'); the package draws none itself, so that a
+// front end without charts (the browser's WebAssembly) builds without
+// them.
+type Charts func(s *results.Sweep) ([]results.Image, error)
+
 // Write writes a sweep's outputs into dir, each file atomically:
 // sweep.csv, sweep.json, the charts (none when charts is nil) and
 // report.md.
-func Write(dir string, s *results.Sweep, rs *Records, charts *plots.Options) error {
+func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 	var images []results.Image
 	if charts != nil {
-		cs, err := plots.SweepCharts(s, *charts)
-		if err != nil {
+		var err error
+		if images, err = charts(s); err != nil {
 			return err
 		}
-		images = plots.Images(cs, *charts)
 	}
 	files := []results.File{
 		{Name: "sweep.csv", Write: func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
@@ -218,7 +222,7 @@ func Write(dir string, s *results.Sweep, rs *Records, charts *plots.Options) err
 // shards' folders: the records (so that out is itself a complete sweep
 // folder), its manifest, and the outputs of Write, which are those of one
 // unsharded sweep. metric "" takes the shards' metric.
-func Merge(out string, rs *Records, metric string, charts *plots.Options) (*results.Sweep, error) {
+func Merge(out string, rs *Records, metric string, charts Charts) (*results.Sweep, error) {
 	if metric == "" {
 		metric = rs.Metric
 	}

@@ -79,12 +79,15 @@ func (s *Spec) recordFile(dir string, k int) string {
 type Plan struct {
 	Spec Spec
 	// Metric is the figure the charts show.
-	Metric     string
-	base       *scenarios.Scenario
-	settings   [][]scenarios.Setting // of each point
-	strategies []int                 // indexes into each point's strategies
-	only       []string              // the strategies' names, for estimates
-	worst      *scenarios.Scenario   // the point whose run needs the most memory
+	Metric string
+	// MaxMemoryName is how Fit's messages name the memory limit; ""
+	// names the CLI's flag, --max-memory.
+	MaxMemoryName string
+	base          *scenarios.Scenario
+	settings      [][]scenarios.Setting // of each point
+	strategies    []int                 // indexes into each point's strategies
+	only          []string              // the strategies' names, for estimates
+	worst         *scenarios.Scenario   // the point whose run needs the most memory
 }
 
 // NewPlan plans the sweep of sc over vary, charting metric (default
@@ -178,7 +181,7 @@ func (p *Plan) point(i int) (*scenarios.Scenario, error) {
 // budget of a run (0: the default); an error, naming the
 // field, when one unit at a time does not fit.
 func (p *Plan) Fit(parallel int, limit, maxEvents int64) (int, error) {
-	n, err := sim.FitUnits(p.worst, sim.Options{Strategies: p.only, Parallel: parallel, MaxEvents: maxEvents}, limit)
+	n, err := sim.FitUnits(p.worst, sim.Options{Strategies: p.only, Parallel: parallel, MaxEvents: maxEvents, MaxMemoryName: p.MaxMemoryName}, limit)
 	if err != nil {
 		return 0, fmt.Errorf("at the point that needs the most memory: %w", err)
 	}
@@ -394,20 +397,46 @@ feed:
 // runUnit runs unit k, whose point's scenario is sc, and writes its
 // record; it returns the events simulated.
 func (p *Plan) runUnit(ctx context.Context, sc *scenarios.Scenario, dir string, k int, maxEvents int64) (int64, error) {
-	pt, si, run := p.Spec.unit(k)
-	r, err := sim.RunOne(ctx, sc, p.strategies[si], run, nil, maxEvents)
-	if err != nil {
-		if ctx.Err() != nil {
-			return 0, context.Cause(ctx)
-		}
-		return 0, fmt.Errorf("%s: %w", settingsString(p.settings[pt]), err)
-	}
-	rec, err := results.NewRunRecord(pt, r, sim.Setup(sc))
+	rec, err := p.record(ctx, sc, k, nil, maxEvents)
 	if err != nil {
 		return 0, err
 	}
-	return r.Events, results.WriteFile(p.Spec.recordFile(dir, k), func(w io.Writer) error { return results.WriteRecord(w, &rec) })
+	return rec.Events, results.WriteFile(p.Spec.recordFile(dir, k), func(w io.Writer) error { return results.WriteRecord(w, &rec) })
 }
+
+// record runs unit k, whose point's scenario is sc, and returns its
+// record.
+func (p *Plan) record(ctx context.Context, sc *scenarios.Scenario, k int, progress func(int), maxEvents int64) (results.RunRecord, error) {
+	pt, si, run := p.Spec.unit(k)
+	r, err := sim.RunOne(ctx, sc, p.strategies[si], run, progress, maxEvents)
+	if err != nil {
+		if ctx.Err() != nil {
+			return results.RunRecord{}, context.Cause(ctx)
+		}
+		return results.RunRecord{}, fmt.Errorf("%s: %w", settingsString(p.settings[pt]), err)
+	}
+	return results.NewRunRecord(pt, r, sim.Setup(sc))
+}
+
+// Point returns the scenario of point i, as the sweep runs it.
+func (p *Plan) Point(i int) (*scenarios.Scenario, error) { return p.point(i) }
+
+// RunUnit runs unit k (Spec.Units: point by point, then strategy by
+// strategy, then run by run), whose point's scenario is sc (Point), and
+// returns the record that Run writes for it, without writing it: the
+// browser app's workers each run some units, and Build makes the sweep
+// of their records (in a Records of the plan's Spec, in unit order).
+// progress, when set, gets the run's sim.ProgressUnits.
+func (p *Plan) RunUnit(ctx context.Context, sc *scenarios.Scenario, k int, progress func(int), maxEvents int64) (results.RunRecord, error) {
+	if k < 0 || k >= p.Spec.Units() {
+		return results.RunRecord{}, fmt.Errorf("no unit %d: the sweep has %d", k, p.Spec.Units())
+	}
+	return p.record(ctx, sc, k, progress, maxEvents)
+}
+
+// Unit returns the point, strategy (index into Spec.Strategies) and run
+// of unit k.
+func (p *Plan) Unit(k int) (point, strategy, run int) { return p.Spec.unit(k) }
 
 // checkRecord reports whether path holds the complete record of unit k:
 // nil when it does, an error wrapping os.ErrNotExist when there is none,

@@ -329,7 +329,11 @@ func TestWriteWithCharts(t *testing.T) {
 	runAll(t, plan, dir, 2)
 	rs, err := Collect(dir)
 	require.NoError(t, err)
-	_, err = Merge(dir, rs, "", &plots.Options{Format: "svg"})
+	svg := plots.Options{Format: "svg"}
+	_, err = Merge(dir, rs, "", func(s *results.Sweep) ([]results.Image, error) {
+		cs, err := plots.SweepCharts(s, svg)
+		return plots.Images(cs, svg), err
+	})
 	require.NoError(t, err)
 	for _, st := range plan.Spec.Strategies {
 		assert.FileExists(t, filepath.Join(dir, "heatmap-"+st+".svg"))

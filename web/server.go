@@ -43,7 +43,8 @@ const maxBody = 2*scenarios.MaxFileSize + 4096
 const contentSecurity = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; style-src 'self' 'unsafe-inline'; img-src 'self' data: blob:"
 
 // Handler returns herdlab ui's handler: the page, config.json, the
-// examples, and the API the page runs simulations with (web/README.md).
+// examples, and the API the page runs simulations and sweeps with
+// (web/README.md).
 // Each client (the Herdlab-Client header the page sends, or else its
 // address) has one simulation at a time: a new run cancels its previous
 // one, and a run ends when its request does (the page went away, or
@@ -77,6 +78,7 @@ func newHandler(o ServerOptions) *handler {
 	})
 	mux.HandleFunc("POST /api/validate", h.validate)
 	mux.HandleFunc("POST /api/run", h.run)
+	mux.HandleFunc("POST /api/sweep", h.sweep)
 	return h
 }
 
@@ -138,6 +140,22 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 // run runs a simulation, answering newline-delimited JSON: progress
 // lines, then the result.
 func (h *handler) run(w http.ResponseWriter, r *http.Request) {
+	h.stream(w, r, func(ctx context.Context, req request, o lab.Options) any {
+		return lab.Run(ctx, req.YAML, req.File, o)
+	})
+}
+
+// sweep sweeps a scenario, answering as run does.
+func (h *handler) sweep(w http.ResponseWriter, r *http.Request) {
+	h.stream(w, r, func(ctx context.Context, req request, o lab.Options) any {
+		return lab.Sweep(ctx, req.YAML, req.File, o)
+	})
+}
+
+// stream answers an API request with do's result, as newline-delimited
+// JSON: progress lines (every 50 ms at most), then {"result": ...}. The
+// client's run in progress, if any, is cancelled first.
+func (h *handler) stream(w http.ResponseWriter, r *http.Request, do func(context.Context, request, lab.Options) any) {
 	req, ok := read(w, r)
 	if !ok {
 		return
@@ -154,7 +172,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	var last time.Time
-	res := lab.Run(ctx, req.YAML, req.File, lab.Options{
+	res := do(ctx, req, lab.Options{
 		MaxMemory:     h.o.MaxMemory,
 		MaxMemoryName: h.o.MaxMemoryName,
 		MaxEvents:     h.o.MaxEvents,
@@ -166,7 +184,7 @@ func (h *handler) run(w http.ResponseWriter, r *http.Request) {
 			}
 		},
 	})
-	send(map[string]lab.Result{"result": res})
+	send(map[string]any{"result": res})
 }
 
 // start registers a run of r's client: it cancels the client's run in

@@ -220,3 +220,31 @@ func TestOneRunAClientAtATime(t *testing.T) {
 	resp.Body.Close()
 	assert.Eventually(t, func() bool { return !running("c") }, 20*time.Second, 10*time.Millisecond, "the run stops when its page goes away")
 }
+
+func TestTheAPISweeps(t *testing.T) {
+	// api/sweep answers as api/run does: progress, then the sweep of a
+	// scenario's sweep: section with its heatmap data.
+	srv := httptest.NewServer(Handler(ServerOptions{}))
+	defer srv.Close()
+	src := "name: s\nduration: 1m\nserver: {concurrency: 10, outages: [{start: 0s, duration: 5s, mode: refuse}]}\nworkload: {requests: 500}\n" +
+		"strategies: [{name: j, backoff: {kind: full-jitter, base: 1s, cap: 5s}, max_attempts: 5}]\n" +
+		"sweep: {vary: [{path: workload.requests, values: [100, 1000, 3000]}]}\n"
+	resp := post(t, context.Background(), srv.URL+"/api/sweep", "a", map[string]string{"yaml": src, "file": "s.yaml"})
+	defer resp.Body.Close()
+	var res lab.SweepResult
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		var line struct {
+			Result *lab.SweepResult `json:"result"`
+		}
+		require.NoError(t, json.Unmarshal(sc.Bytes(), &line))
+		if line.Result != nil {
+			res = *line.Result
+		}
+	}
+	require.Empty(t, res.Error)
+	require.NotNil(t, res.Sweep)
+	assert.Len(t, res.Sweep.Points, 3)
+	require.Len(t, res.Heatmap.Strategies, 1)
+	assert.Len(t, res.Heatmap.Strategies[0].Cells, 3)
+}

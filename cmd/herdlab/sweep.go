@@ -66,6 +66,20 @@ be complete; a missing one is named.`,
 	run: mergeSweeps,
 }
 
+// sweepCharts draws a sweep's charts as o says; none when o is nil.
+func sweepCharts(o *plots.Options) sweep.Charts {
+	if o == nil {
+		return nil
+	}
+	return func(s *results.Sweep) ([]results.Image, error) {
+		cs, err := plots.SweepCharts(s, *o)
+		if err != nil {
+			return nil, err
+		}
+		return plots.Images(cs, *o), nil
+	}
+}
+
 // chartFlags adds --format and --no-charts.
 func chartFlags(fs *flag.FlagSet) {
 	fs.String("format", "png", "chart format: png or svg")
@@ -186,7 +200,7 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab sweep: %v\n", err)
 		return exitFailed
 	}
-	s, err := sweep.Merge(dir, rs, plan.Metric, charts)
+	s, err := sweep.Merge(dir, rs, plan.Metric, sweepCharts(charts))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "herdlab sweep: %v\n", err)
 		return exitFailed
@@ -220,7 +234,7 @@ func mergeSweeps(c *cli, fs *flag.FlagSet) int {
 	if out == "" {
 		out = filepath.Join("out", rs.Spec.Scenario, "sweep")
 	}
-	s, err := sweep.Merge(out, rs, metric, charts)
+	s, err := sweep.Merge(out, rs, metric, sweepCharts(charts))
 	if err != nil {
 		fmt.Fprintf(c.stderr, "herdlab merge: %v\n", err)
 		if errors.Is(err, sweep.ErrOtherSweep) {

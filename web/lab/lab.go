@@ -40,6 +40,10 @@ type Validation struct {
 	// Units are the runs a valid scenario makes: strategies x runs (see
 	// RunUnits).
 	Units int `json:"units,omitempty"`
+	// SweepUnits and SweepPoints are, for a scenario with a sweep:
+	// section, the runs its sweep makes and its points (see SweepUnits).
+	SweepUnits  int `json:"sweep_units,omitempty"`
+	SweepPoints int `json:"sweep_points,omitempty"`
 }
 
 // Validate parses and validates the scenario src, named file in messages.
@@ -51,6 +55,7 @@ func Validate(src, file string) Validation {
 		return v
 	}
 	v.Describe, v.Units = sc.Describe(), len(sc.Strategies)*sc.Runs
+	v.SweepUnits, v.SweepPoints = sweepUnits(sc)
 	for _, f := range scenarios.Lint(sc) {
 		if f.Silenced == "" {
 			v.Warnings = append(v.Warnings, Problem{Line: f.Line, Col: f.Col, Path: f.Path, Message: f.Rule.Name + ": " + f.Msg, Rule: f.Rule.ID})

@@ -7,6 +7,8 @@
 //	herdlabRun(yaml, file, onProgress) -> JSON of lab.Result
 //	herdlabRunUnits(yaml, file, unitsJSON, onProgress) -> JSON of lab.Part
 //	herdlabSummarize(yaml, file, partsJSON) -> JSON of lab.Result
+//	herdlabSweepUnits(yaml, file, unitsJSON, onProgress) -> JSON of lab.SweepPart
+//	herdlabSweepSummarize(yaml, file, partsJSON) -> JSON of lab.SweepResult
 //
 // herdlabRun's summary is what `herdlab run` writes to summary.json, byte
 // for byte; onProgress, when given, is called with the share of the work
@@ -14,7 +16,8 @@
 // of the units (herdlabRunUnits, units as a JSON array of numbers) and
 // one of them the parts' runs (herdlabSummarize, a JSON array of the
 // parts' runs fields), which is herdlabRun's answer. It holds no model
-// logic.
+// logic. A scenario with a sweep: section is swept likewise, in parts
+// of the sweep's units (the parts' records fields).
 //
 //	GOOS=js GOARCH=wasm go build -o herdlab.wasm ./web/wasm
 package main
@@ -22,6 +25,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"syscall/js"
 
 	"github.com/zeontools/herdlab/web/lab"
@@ -38,6 +42,8 @@ func main() {
 	js.Global().Set("herdlabRun", js.FuncOf(run))
 	js.Global().Set("herdlabRunUnits", js.FuncOf(runUnits))
 	js.Global().Set("herdlabSummarize", js.FuncOf(summarize))
+	js.Global().Set("herdlabSweepUnits", js.FuncOf(sweepUnits))
+	js.Global().Set("herdlabSweepSummarize", js.FuncOf(sweepSummarize))
 	select {} // serve calls until the page goes away
 }
 
@@ -56,25 +62,47 @@ func run(_ js.Value, args []js.Value) any {
 }
 
 func runUnits(_ js.Value, args []js.Value) any {
-	var units []int
-	if len(args) < 3 {
-		return answer(lab.Part{Error: "herdlabRunUnits(yaml, file, units, onProgress): at least three arguments"})
-	}
-	if err := json.Unmarshal([]byte(args[2].String()), &units); err != nil {
-		return answer(lab.Part{Error: "herdlabRunUnits: units: " + err.Error()})
+	units, err := decode[[]int]("herdlabRunUnits(yaml, file, units, onProgress)", args)
+	if err != nil {
+		return answer(lab.Part{Error: err.Error()})
 	}
 	return answer(lab.RunUnits(context.Background(), args[0].String(), args[1].String(), units, options(args, 3)))
 }
 
 func summarize(_ js.Value, args []js.Value) any {
-	var parts [][]byte
-	if len(args) < 3 {
-		return answer(lab.Result{Error: "herdlabSummarize(yaml, file, parts): three arguments"})
-	}
-	if err := json.Unmarshal([]byte(args[2].String()), &parts); err != nil {
-		return answer(lab.Result{Error: "herdlabSummarize: parts: " + err.Error()})
+	parts, err := decode[[][]byte]("herdlabSummarize(yaml, file, parts)", args)
+	if err != nil {
+		return answer(lab.Result{Error: err.Error()})
 	}
 	return answer(lab.Summarize(args[0].String(), args[1].String(), parts))
+}
+
+func sweepUnits(_ js.Value, args []js.Value) any {
+	units, err := decode[[]int]("herdlabSweepUnits(yaml, file, units, onProgress)", args)
+	if err != nil {
+		return answer(lab.SweepPart{Error: err.Error()})
+	}
+	return answer(lab.SweepUnits(context.Background(), args[0].String(), args[1].String(), units, options(args, 3)))
+}
+
+func sweepSummarize(_ js.Value, args []js.Value) any {
+	parts, err := decode[[][]byte]("herdlabSweepSummarize(yaml, file, parts)", args)
+	if err != nil {
+		return answer(lab.SweepResult{Error: err.Error()})
+	}
+	return answer(lab.SweepSummarize(args[0].String(), args[1].String(), parts))
+}
+
+// decode decodes the third argument of a call of call, JSON text.
+func decode[T any](call string, args []js.Value) (T, error) {
+	var v T
+	if len(args) < 3 {
+		return v, fmt.Errorf("%s: at least three arguments", call)
+	}
+	if err := json.Unmarshal([]byte(args[2].String()), &v); err != nil {
+		return v, fmt.Errorf("%s: the third argument: %w", call, err)
+	}
+	return v, nil
 }
 
 // options bounds a run's memory, and reports its progress to the

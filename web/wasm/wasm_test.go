@@ -60,10 +60,11 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 
 	type answer struct {
 		lab.Result
-		MS         float64        `json:"ms"`
-		Progress   []float64      `json:"progress"`
-		Validation lab.Validation `json:"validation"`
-		Parts      lab.Result     `json:"parts"`
+		MS         float64         `json:"ms"`
+		Progress   []float64       `json:"progress"`
+		Validation lab.Validation  `json:"validation"`
+		Parts      lab.Result      `json:"parts"`
+		Sweep      lab.SweepResult `json:"sweep"`
 	}
 	runWasm := func(file string, args ...string) answer {
 		t.Helper()
@@ -118,9 +119,19 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 		})
 	}
 
+	// A sweep, in two parts: herdlab ui's sweep.
+	swept := filepath.Join(dir, "sweep.yaml")
+	src := "name: s\nruns: 2\nduration: 1m\nserver: {concurrency: 10, outages: [{start: 0s, duration: 5s, mode: refuse}]}\nworkload: {requests: 500}\n" +
+		"strategies: [{name: j, backoff: {kind: full-jitter, base: 1s, cap: 5s}, max_attempts: 5}, {name: f, backoff: {kind: fixed, delay: 2s}, max_attempts: 5}]\n" +
+		"sweep: {vary: [{path: workload.requests, values: [100, 1000, 3000]}]}\n"
+	require.NoError(t, os.WriteFile(swept, []byte(src), 0o644))
+	a := runWasm(swept, "sweep")
+	require.Empty(t, a.Sweep.Error)
+	assert.Equal(t, lab.Sweep(context.Background(), src, swept, lab.Options{}), a.Sweep, "the sweep made in parts is herdlab ui's")
+
 	bad := filepath.Join(dir, "bad.yaml")
 	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"), 0o644))
-	a := runWasm(bad)
+	a = runWasm(bad)
 	require.NotEmpty(t, a.Error)
 	require.NotEmpty(t, a.Problems)
 	p := a.Problems[0]

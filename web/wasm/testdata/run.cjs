@@ -3,7 +3,8 @@
 // prints herdlabRun's result as JSON, with the run's time in ms, the
 // progress reports it made, herdlabValidate's answer, and with "parts"
 // the result of the same runs made in two parts and summarised
-// (herdlabRunUnits, herdlabSummarize).
+// (herdlabRunUnits, herdlabSummarize), with "sweep" the scenario's sweep
+// made in two parts (herdlabSweepUnits, herdlabSweepSummarize).
 const fs = require("fs");
 require(process.argv[2]); // Go's wasm_exec.js: defines globalThis.Go
 const go = new Go();
@@ -20,6 +21,17 @@ WebAssembly.instantiate(fs.readFileSync(process.argv[3]), go.importObject)
     out.validation = JSON.parse(herdlabValidate(src, file));
     // As the static site's workers do: the units in two parts (odd and
     // even), then one summary of both.
+    if (process.argv[5] === "sweep") {
+      // A sweep in two parts, summarised.
+      const part = (r) => {
+        const units = [];
+        for (let k = r; k < out.validation.sweep_units; k += 2) units.push(k);
+        return JSON.parse(herdlabSweepUnits(src, file, JSON.stringify(units)));
+      };
+      const parts = [part(0), part(1)];
+      const failed = parts.find((p) => p.error);
+      out.sweep = failed || JSON.parse(herdlabSweepSummarize(src, file, JSON.stringify(parts.map((p) => p.records || ""))));
+    }
     if (process.argv[5] === "parts" && out.validation.units) {
       const part = (r) => {
         const units = [];
