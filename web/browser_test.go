@@ -2,6 +2,7 @@ package web
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -23,6 +24,7 @@ import (
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/web/lab"
 )
 
 // chromium returns Debian's chromium, skipping the test without it
@@ -189,8 +191,9 @@ func site(t testing.TB) string {
 // herdlab ui's handler (the simulations run natively) and as the static
 // site (they run in the browser, in WebAssembly): the figures in the page
 // are the CLI's, an invalid file shows its problem at its line, a control
-// reruns and changes the charts, a shared link reproduces the run, a
-// chart zooms, a long run cancels, and nothing is said on the console.
+// reruns and changes the charts, a chart zooms, a shared link reproduces
+// the run, a long run cancels, a run over the memory limit says so, a
+// sweep's figures are herdlab sweep's, and nothing is said on the console.
 func TestInTheBrowser(t *testing.T) {
 	if raceDetector {
 		// It builds the WebAssembly module and keeps a browser busy: make
@@ -201,6 +204,11 @@ func TestInTheBrowser(t *testing.T) {
 	chromium(t)
 	herd := cliSummary(t, "thundering-herd.yaml")
 	graph := cliSummary(t, "real-graph.yaml")
+	b, err := os.ReadFile("lab/testdata/small-sweep.yaml")
+	require.NoError(t, err)
+	browserSweep := string(b)
+	want := lab.Sweep(context.Background(), browserSweep, "small-sweep.yaml", lab.Options{})
+	require.Empty(t, want.Error)
 	for _, engine := range []string{"server", "wasm"} {
 		t.Run(engine, func(t *testing.T) {
 			var url string
@@ -288,6 +296,18 @@ func TestInTheBrowser(t *testing.T) {
 				chromedp.WaitVisible(chromedp.CSS(`#error`)))
 			assert.Contains(t, eval[string](t, ctx, `document.querySelector("#error").textContent`), "of memory")
 			screenshot(t, ctx, engine+"-memory")
+
+			// A sweep: herdlab sweep's figures, a heatmap per strategy.
+			n = runs(t, ctx)
+			do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "small-sweep.yaml"), undefined`, browserSweep)), waitRun(n),
+				chromedp.Poll[chromedp.Void](`!document.querySelector("#sweep").disabled`, chromedp.WithPollingTimeout(10*time.Second)),
+				chromedp.Click(chromedp.CSS(`#sweep`)),
+				chromedp.Poll[chromedp.Void](`herdlab.sweeps > 0 && document.body.dataset.state === "done"`, chromedp.WithPollingTimeout(2*time.Minute)))
+			var swept results.Sweep
+			require.NoError(t, json.Unmarshal([]byte(eval[string](t, ctx, `JSON.stringify(herdlab.lastSweep)`)), &swept))
+			assert.Equal(t, *want.Sweep, swept, "herdlab sweep's figures")
+			assert.Equal(t, 2, eval[int](t, ctx, `document.querySelectorAll('#sweep-charts [data-chart^="heatmap-"]').length`), "a heatmap per strategy")
+			screenshot(t, ctx, engine+"-sweep")
 			assert.Empty(t, console.messages(), "nothing on the console")
 		})
 	}

@@ -3,6 +3,7 @@ package lab
 import (
 	"bytes"
 	"context"
+	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -13,28 +14,16 @@ import (
 	"github.com/zeontools/herdlab/sweep"
 )
 
-// smallSweep is a 2 x 2 sweep of two strategies, 2 runs each: 16 units.
-const smallSweep = `name: small-sweep
-runs: 2
-duration: 2m
-server: {concurrency: 20, service_time: {dist: exponential, mean: 20ms}, queue: 200, outages: [{start: 0s, duration: 10s, mode: refuse}]}
-workload: {requests: 2000}
-strategies:
-  - {name: fixed, backoff: {kind: fixed, delay: 5s}, max_attempts: 5}
-  - {name: jitter, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 5}
-sweep:
-  vary:
-    - {path: "server.outages[0].duration", label: outage, values: [5s, 20s]}
-    - {path: workload.requests, values: [1000, 4000]}
-`
-
 func TestSweep(t *testing.T) {
 	// herdlab ui's sweep, the static site's (units in parts, summarised)
 	// and herdlab sweep's give the same sweep.json.
+	b, err := os.ReadFile("testdata/small-sweep.yaml")
+	require.NoError(t, err)
+	smallSweep := string(b)
 	v := Validate(smallSweep, "small.yaml")
 	require.Empty(t, v.Problems)
-	assert.Equal(t, 16, v.SweepUnits)
-	assert.Equal(t, 4, v.SweepPoints)
+	assert.Equal(t, 24, v.SweepUnits)
+	assert.Equal(t, 6, v.SweepPoints)
 
 	var seen []float64
 	whole := Sweep(context.Background(), smallSweep, "small.yaml", Options{Progress: func(f float64) { seen = append(seen, f) }})
@@ -42,11 +31,19 @@ func TestSweep(t *testing.T) {
 	require.NotEmpty(t, seen)
 	assert.Equal(t, 1.0, seen[len(seen)-1])
 
-	a := SweepUnits(context.Background(), smallSweep, "small.yaml", []int{15, 1, 3, 5, 7, 9, 11, 13}, Options{})
-	b := SweepUnits(context.Background(), smallSweep, "small.yaml", []int{0, 2, 4, 6, 8, 10, 12, 14}, Options{})
+	var odd, even []int
+	for k := v.SweepUnits - 1; k >= 0; k-- {
+		if k%2 == 1 {
+			odd = append(odd, k)
+		} else {
+			even = append(even, k)
+		}
+	}
+	a := SweepUnits(context.Background(), smallSweep, "small.yaml", odd, Options{})
+	e := SweepUnits(context.Background(), smallSweep, "small.yaml", even, Options{})
 	require.Empty(t, a.Error)
-	require.Empty(t, b.Error)
-	parts := SweepSummarize(smallSweep, "small.yaml", [][]byte{a.Records, b.Records})
+	require.Empty(t, e.Error)
+	parts := SweepSummarize(smallSweep, "small.yaml", [][]byte{a.Records, e.Records})
 	require.Empty(t, parts.Error)
 	assert.Equal(t, whole, parts)
 
@@ -71,7 +68,7 @@ func TestSweep(t *testing.T) {
 	assert.Equal(t, "recovery_time_s", h.Metric)
 	assert.Equal(t, " (mean of 2 runs)", h.Note)
 	for j, st := range h.Strategies {
-		require.Len(t, st.Cells, 4)
+		require.Len(t, st.Cells, 6)
 		for i, c := range st.Cells {
 			ps := whole.Sweep.Points[i].Strategies[j]
 			switch c.Mark {
@@ -91,10 +88,10 @@ func TestSweep(t *testing.T) {
 	}
 
 	missing := SweepSummarize(smallSweep, "small.yaml", [][]byte{a.Records})
-	assert.Contains(t, missing.Error, "the parts hold 8 runs, the sweep makes 16")
+	assert.Contains(t, missing.Error, "the parts hold 12 runs, the sweep makes 24")
 	twice := SweepSummarize(smallSweep, "small.yaml", [][]byte{a.Records, a.Records})
 	assert.Contains(t, twice.Error, "missing or twice")
-	assert.Contains(t, SweepUnits(context.Background(), smallSweep, "small.yaml", []int{16}, Options{}).Error, "no unit 16")
+	assert.Contains(t, SweepUnits(context.Background(), smallSweep, "small.yaml", []int{24}, Options{}).Error, "no unit 24")
 	assert.Contains(t, Sweep(context.Background(), read(t, "thundering-herd.yaml"), "th.yaml", Options{}).Error, "no sweep: section")
 	assert.Zero(t, Validate(read(t, "thundering-herd.yaml"), "th.yaml").SweepUnits)
 	over := SweepUnits(context.Background(), smallSweep, "small.yaml", []int{0}, Options{MaxMemory: 1 << 10, MaxMemoryName: "the test's"})

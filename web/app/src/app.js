@@ -1,14 +1,16 @@
 // The page: a scenario's YAML in an editor, validated as it is typed
 // and run on an engine (web/README.md), with controls that edit the
-// YAML, the run's summary table and its charts.
+// YAML, the run's summary table and its charts; a scenario with a sweep:
+// section is swept at the press of a button, into a card of its own.
 import { EditorView, basicSetup } from "codemirror";
 import { keymap } from "@codemirror/view";
 import { indentWithTab } from "@codemirror/commands";
 import { yaml } from "@codemirror/lang-yaml";
 import { lintGutter, setDiagnostics } from "@codemirror/lint";
-import { colors, render } from "./charts.js";
+import { colors, render, renderSweep } from "./charts.js";
 import { showControls } from "./controls.js";
 import { Cancelled, createEngine, loadConfig } from "./engine.js";
+import { count } from "./format.js";
 import { readHash, shareHash } from "./share.js";
 import { renderSummary } from "./summary.js";
 
@@ -24,15 +26,21 @@ const app = {
   version: 0, // the editor text's version: one more per change
   invalid: false, // the last validation found problems
   controls: [], // the last validation's controls, with their spans (from, to) kept up with later edits
+  sweepUnits: 0, // the last validation's sweep_units: the runs of its sweep, 0 for none
+  sweepPoints: 0, // and its sweep_points
   runText: null, // the text of the last run started
   shownText: null, // the text of the run whose results are shown
-  runSeq: 0, // the number of the last run started
+  sweptText: null, // the text of the sweep whose results are shown
+  seq: 0, // the number of the last run or sweep started
   outcome: "loading", // the state when neither running nor invalid
-  busy: false,
-  runs: 0,
+  busy: false, // a run or a sweep is in flight
+  sweeping: false, // it is a sweep
+  finished: { run: 0, sweep: 0 }, // the runs and sweeps the engine answered
   lastSummary: null,
   lastCharts: null,
   charts: null,
+  lastSweep: null,
+  sweepCharts: null,
 };
 let validateTimer = 0;
 let runTimer = 0;
@@ -60,12 +68,17 @@ const editor = new EditorView({
 
 const text = () => editor.state.doc.toString();
 
-// The page's state for tests and styles: running, invalid, or how the
-// last run ended (loading before any).
+// The page's state for tests and styles: running (a run or a sweep),
+// invalid, or how the last run or sweep ended (loading before any).
 function refreshState() {
   document.body.dataset.state = app.busy ? "running" : app.invalid ? "invalid" : app.outcome;
   $("run").disabled = !app.engine || app.invalid;
   $("cancel").disabled = !app.busy;
+  // Only a valid scenario with a sweep: section can be swept.
+  const sweepable = !app.invalid && app.sweepUnits > 0;
+  $("sweep").hidden = !sweepable;
+  $("sweep").disabled = !app.engine || !sweepable || app.sweeping;
+  $("sweep").title = `Sweep the scenario's sweep: section: ${count(app.sweepUnits)} runs, at ${count(app.sweepPoints)} ${app.sweepPoints === 1 ? "point" : "points"}`;
   // Results of another text than the editor's are greyed, and say so.
   const stale = app.charts != null && app.shownText !== text();
   for (const id of ["summary-card", "charts-card"]) $(id).classList.toggle("stale", stale);
@@ -73,6 +86,9 @@ function refreshState() {
   $("stale-note").textContent = app.invalid
     ? "The scenario has problems: these results are from the last good run."
     : "These results are from an earlier version of the scenario: the last run of this one did not finish.";
+  const staleSweep = app.sweepCharts != null && app.sweptText !== text();
+  $("sweep-card").classList.toggle("stale", staleSweep);
+  $("sweep-stale-note").hidden = !staleSweep;
 }
 
 function showError(message) {
@@ -118,6 +134,9 @@ async function validate() {
   // be the way to fix it.
   app.controls = (answer.controls ?? []).map((c) => ({ ...c, from: offset(c.line, c.col), to: offset(c.line, c.col + c.len) }));
   showControls($("controls"), app.controls, setControl);
+  app.sweepUnits = answer.sweep_units ?? 0;
+  app.sweepPoints = answer.sweep_points ?? 0;
+  // (A sweep is long: it starts at the button only.)
   if (!app.invalid && yaml !== app.runText) runTimer = setTimeout(run, RUN_DELAY);
   refreshState();
 }
@@ -195,39 +214,61 @@ function setControl(path, value) {
   editor.dispatch({ changes: { from: c.from, to: c.to, insert: value } });
 }
 
-// run runs the editor's text, cancelling the run in flight, and shows
-// the result. It returns a promise of the engine's result ({summary,
-// charts} or {error, problems}), of {cancelled: true} for a run
-// cancelled or overtaken by a newer one, or of {error} when the engine
-// failed.
+// run runs the editor's text, cancelling the run or sweep in flight,
+// and shows the result. It returns a promise of the engine's result
+// ({summary, charts} or {error, problems}), of {cancelled: true} for a
+// run cancelled or overtaken by a newer run or sweep, or of {error} when
+// the engine failed.
 async function run() {
   clearTimeout(runTimer);
   if (!app.engine) return { error: "no engine" };
   const yaml = text();
-  const seq = ++app.runSeq;
   app.runText = yaml;
+  return perform("run", yaml, (onProgress) => app.engine.run(yaml, app.file, onProgress), (result) => {
+    app.shownText = yaml;
+    showResult(result);
+  });
+}
+
+// sweep sweeps the editor's text, cancelling the run or sweep in
+// flight, and shows the result in #sweep-card. It returns a promise as
+// run does, of the engine's {sweep, heatmap} or {error, problems}.
+async function sweep() {
+  if (!app.engine) return { error: "no engine" };
+  const yaml = text();
+  return perform("sweep", yaml, (onProgress) => app.engine.sweep(yaml, app.file, onProgress), (result) => showSweep(result, yaml));
+}
+
+// perform does a run or a sweep (what) of yaml with call(onProgress),
+// which asks the engine, with the progress bar, #status and #error, and
+// shows a result with show(result). It returns what run returns.
+async function perform(what, yaml, call, show) {
+  const seq = ++app.seq;
+  const verb = what === "sweep" ? "sweeping" : "running";
   app.busy = true;
-  setProgress(0);
+  app.sweeping = what === "sweep";
+  setProgress(0, verb);
   refreshState();
   const start = performance.now();
   try {
-    const result = await app.engine.run(yaml, app.file, (p) => seq === app.runSeq && setProgress(p));
+    const result = await call((p) => seq === app.seq && setProgress(p, verb));
     const wall = (performance.now() - start) / 1000;
     if (result.error) {
       // (Problems are placed in the text that ran: not if it changed.)
       if (result.problems?.length && yaml === text()) showProblems(result.problems, result.error, [], true);
       showError(result.error);
       app.outcome = "error";
-      setStatus("the run failed");
+      setStatus(`the ${what} failed`);
     } else {
-      app.shownText = yaml;
-      showResult(result);
-      setStatus(`done in ${wall.toFixed(2)} s (engine: ${app.engine.kind})`);
+      show(result);
+      clearError();
+      app.outcome = "done";
+      setStatus(`${what === "sweep" ? "sweep " : ""}done in ${wall.toFixed(2)} s (engine: ${app.engine.kind})`);
     }
-    app.runs++;
+    app.finished[what]++;
     return result;
   } catch (e) {
-    if (seq !== app.runSeq) return { cancelled: true }; // the newer run has the page
+    if (seq !== app.seq) return { cancelled: true }; // the newer run or sweep has the page
     if (e instanceof Cancelled) {
       app.outcome = "cancelled";
       setStatus("cancelled");
@@ -235,20 +276,21 @@ async function run() {
     }
     showError(e.message);
     app.outcome = "error";
-    setStatus("the run failed");
+    setStatus(`the ${what} failed`);
     return { error: e.message };
   } finally {
-    if (seq === app.runSeq) {
+    if (seq === app.seq) {
       app.busy = false;
+      app.sweeping = false;
       $("progress").value = 0;
       refreshState();
     }
   }
 }
 
-function setProgress(p) {
+function setProgress(p, verb) {
   $("progress").value = p;
-  setStatus(`running… ${Math.floor(p * 100)}%`);
+  setStatus(`${verb}… ${Math.floor(p * 100)}%`);
 }
 
 // showResult shows a run's summary table and charts.
@@ -261,8 +303,19 @@ function showResult(result) {
   app.lastSummary = result.summary;
   app.lastCharts = result.charts;
   $("download-summary").disabled = false;
-  clearError();
-  app.outcome = "done";
+}
+
+// showSweep shows a sweep of yaml in #sweep-card, and brings it into
+// view.
+function showSweep(result, yaml) {
+  app.sweepCharts?.destroy();
+  app.sweepCharts = null;
+  // (Shown before it is drawn: the charts take the card's width.)
+  $("sweep-card").hidden = false;
+  app.sweepCharts = renderSweep($("sweep-charts"), result);
+  app.sweptText = yaml;
+  app.lastSweep = result.sweep;
+  $("sweep-card").scrollIntoView({ block: "start" });
 }
 
 // setScenario puts a scenario in the editor, validates it and runs it.
@@ -370,6 +423,7 @@ addEventListener("error", (e) => showError(e.message || String(e.error)));
 addEventListener("unhandledrejection", (e) => showError(String(e.reason?.message ?? e.reason)));
 
 $("run").addEventListener("click", run);
+$("sweep").addEventListener("click", sweep);
 $("cancel").addEventListener("click", () => app.engine.cancel());
 $("error-close").addEventListener("click", clearError);
 $("download-yaml").addEventListener("click", () => download(app.file, text(), "application/yaml"));
@@ -406,7 +460,17 @@ window.herdlab = {
     return app.charts;
   },
   get runs() {
-    return app.runs;
+    return app.finished.run;
+  },
+  sweep,
+  get lastSweep() {
+    return app.lastSweep;
+  },
+  get sweepCharts() {
+    return app.sweepCharts;
+  },
+  get sweeps() {
+    return app.finished.sweep;
   },
   get busy() {
     return app.busy;

@@ -1,15 +1,18 @@
-// The engines: what validates and runs a scenario for the page, either
-// herdlab ui's server (api/validate, api/run) or herdlab.wasm in Web
-// Workers. Both answer as web/README.md says:
+// The engines: what validates, runs and sweeps a scenario for the page,
+// either herdlab ui's server (api/validate, api/run, api/sweep) or
+// herdlab.wasm in Web Workers. Both answer as web/README.md says:
 //
-//	validate(yaml, file) -> {problems, error?, controls}
+//	validate(yaml, file) -> {problems, error?, controls, sweep_units?, sweep_points?}
 //	run(yaml, file, onProgress) -> {summary: "<summary.json text>", charts: {...}}
 //	                             or {error, problems}
+//	sweep(yaml, file, onProgress) -> {sweep: {...}, heatmap: {...}}
+//	                               or {error, problems}
 //
-// run rejects with a Cancelled when cancel() or a newer run stops it, and
-// with an Error when the engine itself fails (which the page shows).
+// An engine does one run or sweep at a time: run and sweep reject with a
+// Cancelled when cancel() or a newer run or sweep stops them, and with an
+// Error when the engine itself fails (which the page shows).
 
-// Cancelled is the rejection of a run that was cancelled.
+// Cancelled is the rejection of a run or sweep that was cancelled.
 export class Cancelled extends Error {
   constructor() {
     super("cancelled");
@@ -53,7 +56,7 @@ const client = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.t
 
 class ServerEngine {
   kind = "server";
-  #abort = null; // the AbortController of the run in flight
+  #abort = null; // the AbortController of the run or sweep in flight
 
   async validate(yaml, file) {
     const resp = await post("api/validate", { yaml, file });
@@ -61,19 +64,29 @@ class ServerEngine {
   }
 
   async run(yaml, file, onProgress) {
+    return runResult(await this.#stream("api/run", yaml, file, onProgress));
+  }
+
+  sweep(yaml, file, onProgress) {
+    return this.#stream("api/sweep", yaml, file, onProgress);
+  }
+
+  // stream posts the scenario to url, which answers as api/run does
+  // (progress lines, then the result), cancelling the call in flight.
+  async #stream(url, yaml, file, onProgress) {
     this.cancel();
     const abort = new AbortController();
     this.#abort = abort;
     try {
-      const resp = await post("api/run", { yaml, file }, abort.signal);
+      const resp = await post(url, { yaml, file }, abort.signal);
       let result = null;
       await readLines(resp.body, (line) => {
         const msg = JSON.parse(line);
         if (msg.progress != null) onProgress(msg.progress);
         if (msg.result) result = msg.result;
       });
-      if (!result) throw new Error("api/run: the answer ended without a result");
-      return runResult(result);
+      if (!result) throw new Error(`${url}: the answer ended without a result`);
+      return result;
     } catch (e) {
       if (abort.signal.aborted) throw new Cancelled();
       throw e;
@@ -123,14 +136,15 @@ async function readLines(body, onLine) {
 // WasmEngine runs herdlab.wasm in Web Workers: one validating, so that
 // typing is validated while a run goes on, and as many running as the
 // machine has cores (at most MAX_RUNNERS). WebAssembly has one thread:
-// a scenario's runs (its units: strategies x runs) are shared out among
-// the runners, and the first summarises them all, which gives the
-// summary.json of one herdlabRun, byte for byte (web/lab's Summarize).
+// a scenario's runs (its units: strategies x runs, or a sweep's points x
+// strategies x runs) are shared out among the runners, and the first
+// summarises them all, which gives the summary.json of one herdlabRun,
+// byte for byte (web/lab's Summarize), or the sweep.json of herdlab sweep.
 const MAX_RUNNERS = 4;
 
 class WasmEngine {
   kind = "wasm";
-  #seq = 0; // one more for each run and each cancel
+  #seq = 0; // one more for each run, sweep and cancel
 
   constructor(onFailure) {
     this.validator = new WorkerClient(onFailure);
@@ -144,19 +158,40 @@ class WasmEngine {
 
   // (The worker parses a run's charts.)
   async run(yaml, file, onProgress) {
+    const { seq, answer } = await this.#begin(yaml, file);
+    if (answer.error) return { error: answer.error, problems: answer.problems };
+    if (Math.min(answer.units, this.runners.length) < 2) return this.runners[0].call({ op: "run", yaml, file }, onProgress);
+    return this.#share(seq, { yaml, file, units: answer.units, op: "units", field: "runs", summarize: "summarize" }, onProgress);
+  }
+
+  async sweep(yaml, file, onProgress) {
+    const { seq, answer } = await this.#begin(yaml, file);
+    if (answer.error) return { error: answer.error, problems: answer.problems };
+    if (!(answer.sweep_units > 0)) return { error: "nothing to sweep: the scenario has no sweep: section, or this herdlab.wasm cannot sweep", problems: [] };
+    return this.#share(seq, { yaml, file, units: answer.sweep_units, op: "sweep-units", field: "records", summarize: "sweep-summarize" }, onProgress);
+  }
+
+  // begin cancels the call in flight and validates the scenario of a
+  // new one: it returns the call's number and the validation, or rejects
+  // with a Cancelled when another call came meanwhile.
+  async #begin(yaml, file) {
     this.cancel();
     const seq = this.#seq;
-    const { units, problems, error } = await this.validate(yaml, file);
-    if (seq !== this.#seq) throw new Cancelled(); // while it was validated
-    if (error) return { error, problems };
+    const answer = await this.validate(yaml, file);
+    if (seq !== this.#seq) throw new Cancelled();
+    return { seq, answer };
+  }
+
+  // share shares units 0..units-1 out among the runners with op, unit k
+  // to runner k % n, each reporting the share of its own; then the first
+  // runner summarises the parts' field with op summarize.
+  async #share(seq, { yaml, file, units, op, field, summarize }, onProgress) {
     const runners = this.runners.slice(0, Math.min(units, this.runners.length));
-    if (runners.length < 2) return this.runners[0].call({ op: "run", yaml, file }, onProgress);
-    // Unit k goes to runner k % n; each reports the share of its own.
     const shares = runners.map((_, i) => Array.from({ length: units }, (_, k) => k).filter((k) => k % runners.length === i));
     const done = runners.map(() => 0);
     const parts = await Promise.all(
       runners.map((r, i) =>
-        r.call({ op: "units", yaml, file, units: shares[i] }, (p) => {
+        r.call({ op, yaml, file, units: shares[i] }, (p) => {
           done[i] = p * shares[i].length;
           onProgress(done.reduce((a, b) => a + b, 0) / units);
         }),
@@ -164,11 +199,13 @@ class WasmEngine {
     );
     const failed = parts.find((p) => p.error);
     if (failed) return failed;
-    return runners[0].call({ op: "summarize", yaml, file, parts: parts.map((p) => p.runs) });
+    if (seq !== this.#seq) throw new Cancelled(); // cancelled as the last part came in
+    return runners[0].call({ op: summarize, yaml, file, parts: parts.map((p) => p[field]) });
   }
 
-  // cancel stops the run in flight: a run cannot be interrupted inside
-  // a worker, so its workers go and the next call starts fresh ones.
+  // cancel stops the run or sweep in flight: a run cannot be interrupted
+  // inside a worker, so its workers go and the next call starts fresh
+  // ones.
   cancel() {
     this.#seq++;
     for (const r of this.runners) if (r.busy) r.stop(new Cancelled());

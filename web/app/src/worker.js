@@ -2,14 +2,17 @@
 // Go's wasm_exec.js (both beside it) and answers the page's messages
 //
 //	{id, op: "validate" | "run", yaml, file}
-//	{id, op: "units", yaml, file, units: [k, ...]}
+//	{id, op: "units" | "sweep-units", yaml, file, units: [k, ...]}
 //	{id, op: "summarize", yaml, file, parts: ["<runs of a part>", ...]}
+//	{id, op: "sweep-summarize", yaml, file, parts: ["<records of a part>", ...]}
 //
 // with {id, progress} while a run goes and then {id, result}, the parsed
-// JSON that herdlabValidate, herdlabRun, herdlabRunUnits or
-// herdlabSummarize returned (a run's summary stays the text of
-// summary.json). When the worker cannot load herdlab.wasm it posts
-// {error} once, and {id, error} when a call throws.
+// JSON that herdlabValidate, herdlabRun, herdlabRunUnits,
+// herdlabSummarize, herdlabSweepUnits or herdlabSweepSummarize returned
+// (a run's summary stays the text of summary.json). A herdlab.wasm built
+// before sweeps lacks the last two: it still runs, and answers a sweep
+// with {error}. When the worker cannot load herdlab.wasm it posts {error}
+// once, and {id, error} when a call throws.
 
 const ready = load();
 // Keep the failure for the page, not as an unhandled rejection here.
@@ -51,6 +54,7 @@ self.onmessage = async (e) => {
 
 // answer calls the function of op and parses its answer.
 function answer(id, op, yaml, file, units, parts) {
+  if (op.startsWith("sweep-") && !canSweep()) return { error: "this herdlab.wasm cannot sweep" };
   let text;
   switch (op) {
     case "run":
@@ -62,12 +66,24 @@ function answer(id, op, yaml, file, units, parts) {
     case "summarize":
       text = self.herdlabSummarize(yaml, file, JSON.stringify(parts));
       break;
+    case "sweep-units":
+      text = self.herdlabSweepUnits(yaml, file, JSON.stringify(units), progress(id));
+      break;
+    case "sweep-summarize":
+      text = self.herdlabSweepSummarize(yaml, file, JSON.stringify(parts));
+      break;
     default:
       text = self.herdlabValidate(yaml, file);
   }
   const result = JSON.parse(text);
   if (typeof result.charts === "string") result.charts = JSON.parse(result.charts);
   return result;
+}
+
+// canSweep reports whether herdlab.wasm has the sweep functions, which a
+// module built before sweeps lacks.
+function canSweep() {
+  return typeof self.herdlabSweepUnits === "function" && typeof self.herdlabSweepSummarize === "function";
 }
 
 // progress returns the callback that posts a run's progress, by whole
