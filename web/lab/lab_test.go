@@ -22,9 +22,13 @@ func normalize(summary string) string { return wallS.ReplaceAllString(summary, `
 
 const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"
 
+// read returns a shipped scenario, or a file of testdata/.
 func read(t *testing.T, name string) string {
 	t.Helper()
-	b, err := os.ReadFile("../../scenarios/" + name)
+	if !strings.HasPrefix(name, "testdata/") {
+		name = "../../scenarios/" + name
+	}
+	b, err := os.ReadFile(name)
 	require.NoError(t, err)
 	return string(b)
 }
@@ -168,7 +172,7 @@ func TestRunsInPartsSummariseAsOne(t *testing.T) {
 	// one summarises: summary.json and the chart data are Run's, for a
 	// single server, runs > 1, a graph and the AWS adaptive limiter's
 	// client rates.
-	for _, name := range []string{"thundering-herd.yaml", "jitter.yaml", "real-graph.yaml", "overload-controls.yaml"} {
+	for _, name := range []string{"thundering-herd.yaml", "jitter.yaml", "real-graph.yaml", "testdata/adaptive.yaml"} {
 		src := read(t, name)
 		whole := Run(context.Background(), src, name, Options{})
 		require.Empty(t, whole.Error, name)
