@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"image"
 	"math"
+	"runtime"
 	"strings"
+	"sync"
 
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
@@ -119,7 +121,9 @@ func Render(s *results.Summary, runs []*results.Run, o Options) ([]Chart, error)
 }
 
 // RenderContext is Render, stopped between two charts once ctx is done:
-// the charts of a run of millions of buckets take seconds.
+// the charts of a run of millions of buckets take seconds. The charts are
+// drawn in parallel, one per CPU at a time; each is drawn alone, so the
+// bytes do not depend on it.
 func RenderContext(ctx context.Context, s *results.Summary, runs []*results.Run, o Options) ([]Chart, error) {
 	if err := checkInputs(s, o); err != nil {
 		return nil, err
@@ -138,16 +142,29 @@ func RenderContext(ctx context.Context, s *results.Summary, runs []*results.Run,
 			func() (Chart, error) { return GraphChart(s, o) },
 		)
 	}
-	charts := make([]Chart, 0, len(draws))
-	for _, f := range draws {
-		if err := ctx.Err(); err != nil {
-			return nil, err
-		}
-		c, err := f()
+	charts := make([]Chart, len(draws))
+	errs := make([]error, len(draws))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(draws)) {
+		wg.Go(func() {
+			for i := range next {
+				if errs[i] = ctx.Err(); errs[i] == nil {
+					charts[i], errs[i] = draws[i]()
+				}
+			}
+		})
+	}
+	for i := range draws {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	// The first chart's error, as drawing them in turn would report.
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		charts = append(charts, c)
 	}
 	return charts, nil
 }

@@ -9,6 +9,7 @@ import (
 	"image/png"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -334,4 +335,21 @@ func TestQueueChartWithoutQueueData(t *testing.T) {
 	assert.NotContains(t, svg, "full-jitter (queue not measured)")
 	assert.Contains(t, svg, "most in each bucket")
 	assert.Greater(t, strings.Count(svg, "stroke:"+hexColor(strategyPalette[1])), 1, "full-jitter: its lines")
+}
+
+func TestRenderInParallelGivesTheSameBytes(t *testing.T) {
+	// The charts are drawn at once, one per CPU: the bytes are those of
+	// drawing them one at a time, in the same order.
+	s, runs := fixture(3)
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	one, err := Render(s, runs, Options{Width: 600, Height: 400})
+	require.NoError(t, err)
+	runtime.GOMAXPROCS(4)
+	many, err := Render(s, runs, Options{Width: 600, Height: 400})
+	require.NoError(t, err)
+	require.Len(t, many, len(one))
+	for i := range one {
+		assert.Equal(t, one[i].Name, many[i].Name)
+		assert.True(t, bytes.Equal(one[i].Data, many[i].Data), one[i].Name)
+	}
 }

@@ -60,3 +60,39 @@ func benchScenario(b *testing.B, file string, attemptsOf func(*results.Run) int6
 		b.ReportMetric(float64(ru.Maxrss)/1024, "peak-RSS-MB")
 	}
 }
+
+// BenchmarkSmallRuns times runs of a few clients, where what a run costs
+// beyond its events (the engine's set-up, the latency histogram, the
+// buckets and the figures) shows: a run of one request (a handful of
+// events: nearly all fixed cost), and a run of each strategy of the AWS
+// study at 10 clients (scenarios/aws-occ-10.yaml, one run of each), each
+// with its summary. It reports the events of a run, and the time per run
+// and per event.
+func BenchmarkSmallRuns(b *testing.B) {
+	one, err := scenarios.Parse("one.yaml", []byte("duration: 2m\nworkload: {requests: 1}\nstrategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]\n"))
+	require.NoError(b, err)
+	occ, err := scenarios.Load("../scenarios/aws-occ-10.yaml")
+	require.NoError(b, err)
+	for _, c := range []struct {
+		name string
+		sc   *scenarios.Scenario
+	}{{"one-request", one}, {"aws-occ-10", occ}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			sc := *c.sc
+			sc.Runs = 1
+			var events, runs int64
+			for b.Loop() {
+				res, err := Run(context.Background(), &sc, Options{Parallel: 1})
+				require.NoError(b, err)
+				for _, r := range res.Runs {
+					events += r.Events
+					runs++
+				}
+			}
+			b.ReportMetric(float64(events)/float64(runs), "events/run")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/run")
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+		})
+	}
+}
