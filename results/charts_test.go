@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -98,4 +99,25 @@ func TestRunsRoundTrip(t *testing.T) {
 	assert.ErrorContains(t, err, "version 2")
 	_, err = DecodeRuns(strings.NewReader(`{"version": 1, "runs": [{}]}`))
 	assert.ErrorContains(t, err, "run 0 is missing")
+}
+
+func TestLatencyQuantilesMaxIsMax(t *testing.T) {
+	// The 100th percentile that latencyQuantiles gives for the maximum is
+	// the histogram's Max, on random latencies of many magnitudes, one
+	// value, and values at the edges of the range.
+	r := rand.New(rand.NewPCG(1, 2))
+	for trial := range 200 {
+		h := LatencyHistogram()
+		for range 1 + r.IntN(trial+1) {
+			require.NoError(t, h.RecordValue(1+int64(math.Exp(r.Float64()*math.Log(8e12)))))
+		}
+		q := latencyQuantiles(h)
+		assert.Equal(t, h.Max(), q[3], "trial %d", trial)
+		assert.Equal(t, h.ValueAtQuantile(50), q[0], "trial %d", trial)
+	}
+	for _, v := range []int64{1, 2, 1023, 2048, 2049, int64(100 * 24 * time.Hour / time.Microsecond)} {
+		h := LatencyHistogram()
+		require.NoError(t, h.RecordValue(v))
+		assert.Equal(t, h.Max(), latencyQuantiles(h)[3], v)
+	}
 }

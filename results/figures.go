@@ -3,6 +3,8 @@ package results
 import (
 	"math"
 	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Setup is what the figures of a run need to know about its scenario.
@@ -166,14 +168,8 @@ func (r *Run) Figures(s Setup) Figures {
 		f.CompletionTimeS = ptr(r.Completion.Seconds())
 	}
 	if n := r.Latency.TotalCount(); n > 0 {
-		q := r.Latency.ValueAtPercentilesSlice([]float64{50, 90, 99})
-		f.LatencyS = Latency{
-			Mean: r.LatencySum / float64(n),
-			P50:  micros(q[0]),
-			P90:  micros(q[1]),
-			P99:  micros(q[2]),
-			Max:  micros(r.Latency.Max()),
-		}
+		q := latencyQuantiles(r.Latency)
+		f.LatencyS = Latency{Mean: r.LatencySum / float64(n), P50: micros(q[0]), P90: micros(q[1]), P99: micros(q[2]), Max: micros(q[3])}
 	}
 	return f
 }
@@ -251,3 +247,12 @@ func (f *Figures) NothingLeft() bool {
 func ptr(x float64) *float64 { return &x }
 
 func micros(us int64) float64 { return float64(us) / 1e6 }
+
+// latencyQuantiles returns the 50th, 90th and 99th percentiles of h and
+// its maximum, in one pass over its counts: the 100th percentile is the
+// value Max gives (the highest equivalent value of the highest count),
+// which walks the counts one by one, and which took most of a small
+// run's fixed cost.
+func latencyQuantiles(h *hdrhistogram.Histogram) []int64 {
+	return h.ValueAtPercentilesSlice([]float64{50, 90, 99, 100})
+}

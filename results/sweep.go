@@ -266,6 +266,6 @@ func PooledLatency(records []*RunRecord) (Latency, error) {
 	if n == 0 {
 		return Latency{}, nil
 	}
-	q := merged.ValueAtPercentilesSlice([]float64{50, 90, 99})
-	return Latency{Mean: sum / float64(n), P50: micros(q[0]), P90: micros(q[1]), P99: micros(q[2]), Max: micros(merged.Max())}, nil
+	q := latencyQuantiles(merged)
+	return Latency{Mean: sum / float64(n), P50: micros(q[0]), P90: micros(q[1]), P99: micros(q[2]), Max: micros(q[3])}, nil
 }
