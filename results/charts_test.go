@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/HdrHistogram/hdrhistogram-go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -119,5 +120,56 @@ func TestLatencyQuantilesMaxIsMax(t *testing.T) {
 		h := LatencyHistogram()
 		require.NoError(t, h.RecordValue(v))
 		assert.Equal(t, h.Max(), latencyQuantiles(h)[3], v)
+	}
+}
+
+func TestRecordsKeepEveryLatencyCount(t *testing.T) {
+	// A record gives back its run's histogram, count for count, from its
+	// nonzero counts; a record of the older format (the HDR encoding)
+	// still reads; a damaged count is an error.
+	r := NewRun("a", 0, 1)
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 5000 {
+		require.NoError(t, r.Latency.RecordValue(1+int64(math.Exp(rng.Float64()*math.Log(1e10)))))
+	}
+	rec, err := NewRunRecord(0, r, Setup{Bucket: time.Second})
+	require.NoError(t, err)
+	assert.Less(t, len(rec.LatencyCounts), 5000)
+	h, err := rec.Histogram()
+	require.NoError(t, err)
+	assert.Equal(t, r.Latency.Export(), h.Export())
+
+	var buf bytes.Buffer
+	require.NoError(t, WriteRecord(&buf, &rec))
+	back, err := ReadRecord(&buf)
+	require.NoError(t, err)
+	h, err = back.Histogram()
+	require.NoError(t, err)
+	assert.Equal(t, r.Latency.Export(), h.Export(), "through the file")
+
+	enc, err := r.Latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	require.NoError(t, err)
+	old := RunRecord{Latency: enc}
+	h, err = old.Histogram()
+	require.NoError(t, err)
+	assert.Equal(t, r.Latency.TotalCount(), h.TotalCount(), "the older format")
+	pooled, err := PooledLatency([]*RunRecord{&rec, &old})
+	require.NoError(t, err)
+	both := LatencyHistogram()
+	both.Merge(r.Latency)
+	both.Merge(r.Latency)
+	q := latencyQuantiles(both)
+	assert.Equal(t, micros(q[2]), pooled.P99, "pooled as the merge of both")
+	assert.Equal(t, micros(q[3]), pooled.Max)
+
+	empty, err := NewRunRecord(0, NewRun("b", 0, 1), Setup{Bucket: time.Second})
+	require.NoError(t, err)
+	h, err = empty.Histogram()
+	require.NoError(t, err)
+	assert.Zero(t, h.TotalCount())
+
+	for _, bad := range [][][2]int64{{{-1, 1}}, {{1 << 40, 1}}, {{5, 0}}, {{5, 1}, {5, 2}}, {{6, 1}, {5, 2}}} {
+		_, err := (&RunRecord{LatencyCounts: bad}).Histogram()
+		assert.Error(t, err, "%v", bad)
 	}
 }

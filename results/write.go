@@ -302,6 +302,34 @@ func WriteFile(path string, write func(io.Writer) error) error {
 	return nil
 }
 
+// WriteFileWhole writes a file through write, atomically but not
+// durably: into a temporary file beside it, renamed over path only when
+// complete, with nothing synced. A reader never sees it half-written,
+// but a power loss may leave it cut short or empty: for files that are
+// checked when read and made again when damaged (a sweep's records),
+// synced together with SyncFS.
+func WriteFileWhole(path string, write func(io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	defer os.Remove(f.Name()) // fails harmlessly once renamed
+	err = write(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(f.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
+	}
+	return nil
+}
+
 // File is one file of an output folder: its name, and what writes it.
 type File struct {
 	Name  string
