@@ -8,7 +8,7 @@ import (
 )
 
 // BenchmarkCollectAndBuild measures what herdlab merge does per run of a
-// sweep: read its record, decode and merge its latency histogram, and
+// sweep: read its record, add its latency counts to its point's, and
 // summarise its point.
 func BenchmarkCollectAndBuild(b *testing.B) {
 	sc, err := scenarios.Load("testdata/small.yaml")
