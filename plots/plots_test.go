@@ -133,7 +133,7 @@ func TestEdgeCases(t *testing.T) {
 				s.Strategies[i].DeliveredRatio = 0
 			}
 			for _, r := range runs {
-				r.Latency = results.LatencyHistogram()
+				r.Latency = results.NewLatencies()
 			}
 			return s, runs
 		}},

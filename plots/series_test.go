@@ -193,7 +193,7 @@ func TestLatencyCDF(t *testing.T) {
 		var want int64
 		for _, r := range g {
 			want += r.Latency.TotalCount()
-			merged.Merge(r.Latency)
+			r.Latency.MergeInto(merged)
 		}
 		require.Equal(t, want, total, "strategy %d: the runs merged", k)
 		require.NotEmpty(t, xys)

@@ -25,9 +25,9 @@ func TestChartData(t *testing.T) {
 	a1.Series[2] = Bucket{Attempts: 2, NotOK: 2, NotOKTimeout: 2}
 	a0.QueueTracked, a1.QueueTracked = true, true
 	for _, us := range []int64{1000, 1000, 2000} {
-		require.NoError(t, a0.Latency.RecordValue(us))
+		a0.Latency.Record(us)
 	}
-	require.NoError(t, a1.Latency.RecordValue(4000))
+	a1.Latency.Record(4000)
 	a0.Services = []*ServiceRun{{Name: "db", Series: []Bucket{{Attempts: 4}, {Attempts: 2}}}}
 	a1.Services = []*ServiceRun{{Name: "db", Series: []Bucket{{Attempts: 8}}}}
 	b.Series[1] = Bucket{Attempts: 5, OK: 5}
@@ -73,7 +73,7 @@ func TestRunsRoundTrip(t *testing.T) {
 	r := NewRun("a", 3, 2)
 	r.Backlog, r.Drain = &zero, &d
 	r.Series[1] = Bucket{Attempts: 7, QueueMean: 1.0 / 3}
-	require.NoError(t, r.Latency.RecordValue(1234))
+	r.Latency.Record(1234)
 	r.LatencySum = 0.1 + 0.2
 	r.Services = []*ServiceRun{{Name: "db", Replica: -1, Capacity: math.Inf(1), Replicas: []*ServiceRun{{Name: "db", Replica: 0, Capacity: math.Inf(1)}}}}
 	r.ClientRates = []ClientRate{{Limited: 2, Rate: 0.5}}
@@ -90,86 +90,146 @@ func TestRunsRoundTrip(t *testing.T) {
 	assert.Equal(t, int64(0), *got.Backlog)
 	require.NotNil(t, got.Drain)
 	assert.Nil(t, got.Completion)
-	assert.Equal(t, r.Latency.Export(), got.Latency.Export())
+	assert.Equal(t, r.Latency.Histogram().Export(), got.Latency.Histogram().Export())
 	assert.Equal(t, int64(1), got.Latency.TotalCount())
 	got.Latency, r.Latency = nil, nil
 	assert.Equal(t, r, got)
 	assert.Equal(t, other, back[1])
 
-	_, err = DecodeRuns(strings.NewReader(`{"version": 2, "runs": []}`))
-	assert.ErrorContains(t, err, "version 2")
-	_, err = DecodeRuns(strings.NewReader(`{"version": 1, "runs": [{}]}`))
+	_, err = DecodeRuns(strings.NewReader(`{"version": 1, "runs": []}`))
+	assert.ErrorContains(t, err, "version 1")
+	_, err = DecodeRuns(strings.NewReader(`{"version": 2, "runs": [{}]}`))
 	assert.ErrorContains(t, err, "run 0 is missing")
+	_, err = DecodeRuns(strings.NewReader(`{"version": 2, "runs": [{"run": {}, "latency": [[-1, 1]]}]}`))
+	assert.ErrorContains(t, err, "run 0's latencies")
 }
 
 func TestLatencyQuantilesMaxIsMax(t *testing.T) {
 	// The 100th percentile that latencyQuantiles gives for the maximum is
-	// the histogram's Max, on random latencies of many magnitudes, one
-	// value, and values at the edges of the range.
+	// the dense histogram's Max, on random latencies of many magnitudes,
+	// one value, and values at the edges of the range.
 	r := rand.New(rand.NewPCG(1, 2))
 	for trial := range 200 {
-		h := LatencyHistogram()
+		h, l := LatencyHistogram(), NewLatencies()
 		for range 1 + r.IntN(trial+1) {
-			require.NoError(t, h.RecordValue(1+int64(math.Exp(r.Float64()*math.Log(8e12)))))
+			v := 1 + int64(math.Exp(r.Float64()*math.Log(8e12)))
+			require.NoError(t, h.RecordValue(v))
+			l.Record(v)
 		}
-		q := latencyQuantiles(h)
+		q := latencyQuantiles(l)
 		assert.Equal(t, h.Max(), q[3], "trial %d", trial)
 		assert.Equal(t, h.ValueAtQuantile(50), q[0], "trial %d", trial)
 	}
-	for _, v := range []int64{1, 2, 1023, 2048, 2049, int64(100 * 24 * time.Hour / time.Microsecond)} {
-		h := LatencyHistogram()
+	for _, v := range []int64{1, 2, 1023, 2048, 2049, latencyHighest} {
+		h, l := LatencyHistogram(), NewLatencies()
 		require.NoError(t, h.RecordValue(v))
-		assert.Equal(t, h.Max(), latencyQuantiles(h)[3], v)
+		l.Record(v)
+		assert.Equal(t, h.Max(), latencyQuantiles(l)[3], v)
 	}
+}
+
+func TestLatenciesAnswerAsTheDenseHistogram(t *testing.T) {
+	// Latencies, sparse or turned dense, hold the counts a dense
+	// histogram would and give the same percentiles, at sizes below and
+	// above the turn, with values clamped into the range.
+	r := rand.New(rand.NewPCG(5, 6))
+	ps := []float64{0, 0.1, 1, 10, 25, 50, 75, 90, 99, 99.9, 99.99, 100}
+	for _, n := range []int{0, 1, 2, 10, 500, denseAfter, denseAfter + 1, 3000, 50_000} {
+		h, l := LatencyHistogram(), NewLatencies()
+		for i := range n {
+			v := int64(math.Exp(r.Float64() * math.Log(2e13))) // 1 µs to 230 days
+			if i%7 == 0 {
+				v = int64(r.IntN(3)) // 0, 1 and 2 µs
+			}
+			l.Record(v)
+			require.NoError(t, h.RecordValue(min(max(v, 1), latencyHighest)))
+		}
+		assert.Equal(t, h.TotalCount(), l.TotalCount(), "n=%d", n)
+		assert.Equal(t, h.ValueAtPercentilesSlice(ps), l.Percentiles(ps...), "n=%d", n)
+		assert.Equal(t, h.Export(), l.Histogram().Export(), "n=%d", n)
+		assert.Equal(t, l.dense != nil, l.sparse == nil, "n=%d: one or the other", n)
+		if n >= 3000 {
+			assert.NotNil(t, l.dense, "n=%d: turned dense", n)
+		}
+		if n <= 10 {
+			assert.Nil(t, l.dense, "n=%d: still sparse", n)
+		}
+		// The buckets give the latencies back.
+		back := NewLatencies()
+		last := int64(-1)
+		l.Buckets(func(v, c int64) bool {
+			assert.Greater(t, v, last, "in increasing value")
+			last = v
+			require.NoError(t, back.Add(v, c))
+			return true
+		})
+		assert.Equal(t, h.Export(), back.Histogram().Export(), "n=%d: from the buckets", n)
+	}
+	assert.Error(t, NewLatencies().Add(-1, 1))
+	assert.Error(t, NewLatencies().Add(5, -1))
 }
 
 func TestRecordsKeepEveryLatencyCount(t *testing.T) {
 	// A record gives back its run's histogram, count for count, from its
-	// nonzero counts; a record of the older format (the HDR encoding)
-	// still reads; a damaged count is an error.
+	// populated buckets; records of the older formats (nonzero counts by
+	// index, the HDR encoding) still read; a damaged count is an error.
 	r := NewRun("a", 0, 1)
 	rng := rand.New(rand.NewPCG(3, 4))
 	for range 5000 {
-		require.NoError(t, r.Latency.RecordValue(1+int64(math.Exp(rng.Float64()*math.Log(1e10)))))
+		r.Latency.Record(1 + int64(math.Exp(rng.Float64()*math.Log(1e10))))
 	}
+	want := r.Latency.Histogram().Export()
 	rec, err := NewRunRecord(0, r, Setup{Bucket: time.Second})
 	require.NoError(t, err)
-	assert.Less(t, len(rec.LatencyCounts), 5000)
-	h, err := rec.Histogram()
+	assert.Less(t, len(rec.LatencyBuckets), 5000)
+	l, err := rec.Latencies()
 	require.NoError(t, err)
-	assert.Equal(t, r.Latency.Export(), h.Export())
+	assert.Equal(t, want, l.Histogram().Export())
 
 	var buf bytes.Buffer
 	require.NoError(t, WriteRecord(&buf, &rec))
 	back, err := ReadRecord(&buf)
 	require.NoError(t, err)
-	h, err = back.Histogram()
+	l, err = back.Latencies()
 	require.NoError(t, err)
-	assert.Equal(t, r.Latency.Export(), h.Export(), "through the file")
+	assert.Equal(t, want, l.Histogram().Export(), "through the file")
 
-	enc, err := r.Latency.Encode(hdrhistogram.V2CompressedEncodingCookieBase)
+	enc, err := r.Latency.Histogram().Encode(hdrhistogram.V2CompressedEncodingCookieBase)
 	require.NoError(t, err)
-	old := RunRecord{Latency: enc}
-	h, err = old.Histogram()
+	encoded := RunRecord{Latency: enc}
+	l, err = encoded.Latencies()
 	require.NoError(t, err)
-	assert.Equal(t, r.Latency.TotalCount(), h.TotalCount(), "the older format")
-	pooled, err := PooledLatency([]*RunRecord{&rec, &old})
+	assert.Equal(t, want, l.Histogram().Export(), "the HDR encoding")
+	var byIndex RunRecord
+	for i, c := range want.Counts {
+		if c != 0 {
+			byIndex.LatencyCounts = append(byIndex.LatencyCounts, [2]int64{int64(i), c})
+		}
+	}
+	l, err = byIndex.Latencies()
 	require.NoError(t, err)
-	both := LatencyHistogram()
-	both.Merge(r.Latency)
-	both.Merge(r.Latency)
-	q := latencyQuantiles(both)
-	assert.Equal(t, micros(q[2]), pooled.P99, "pooled as the merge of both")
-	assert.Equal(t, micros(q[3]), pooled.Max)
+	assert.Equal(t, want, l.Histogram().Export(), "counts by index")
+
+	pooled, err := PooledLatency([]*RunRecord{&rec, &encoded, &byIndex})
+	require.NoError(t, err)
+	all := LatencyHistogram()
+	for range 3 {
+		r.Latency.MergeInto(all)
+	}
+	q := all.ValueAtPercentilesSlice([]float64{99, 100})
+	assert.Equal(t, micros(q[0]), pooled.P99, "pooled as the merge of all")
+	assert.Equal(t, micros(q[1]), pooled.Max)
 
 	empty, err := NewRunRecord(0, NewRun("b", 0, 1), Setup{Bucket: time.Second})
 	require.NoError(t, err)
-	h, err = empty.Histogram()
+	l, err = empty.Latencies()
 	require.NoError(t, err)
-	assert.Zero(t, h.TotalCount())
+	assert.Zero(t, l.TotalCount())
 
-	for _, bad := range [][][2]int64{{{-1, 1}}, {{1 << 40, 1}}, {{5, 0}}, {{5, 1}, {5, 2}}, {{6, 1}, {5, 2}}} {
-		_, err := (&RunRecord{LatencyCounts: bad}).Histogram()
-		assert.Error(t, err, "%v", bad)
+	for _, bad := range [][][2]int64{{{-1, 1}}, {{1 << 50, 1}}, {{5, 0}}, {{5, 1}, {5, 2}}, {{6, 1}, {5, 2}}} {
+		_, err := (&RunRecord{LatencyCounts: bad}).Latencies()
+		assert.Error(t, err, "by index: %v", bad)
+		_, err = (&RunRecord{LatencyBuckets: bad}).Latencies()
+		assert.Error(t, err, "by value: %v", bad)
 	}
 }

@@ -3,8 +3,6 @@ package results
 import (
 	"math"
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Setup is what the figures of a run need to know about its scenario.
@@ -248,11 +246,11 @@ func ptr(x float64) *float64 { return &x }
 
 func micros(us int64) float64 { return float64(us) / 1e6 }
 
-// latencyQuantiles returns the 50th, 90th and 99th percentiles of h and
+// latencyQuantiles returns the 50th, 90th and 99th percentiles of l and
 // its maximum, in one pass over its counts: the 100th percentile is the
 // value Max gives (the highest equivalent value of the highest count),
 // which walks the counts one by one, and which took most of a small
 // run's fixed cost.
-func latencyQuantiles(h *hdrhistogram.Histogram) []int64 {
-	return h.ValueAtPercentilesSlice([]float64{50, 90, 99, 100})
+func latencyQuantiles(l *Latencies) []int64 {
+	return l.Percentiles(50, 90, 99, 100)
 }

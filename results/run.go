@@ -2,8 +2,6 @@ package results
 
 import (
 	"time"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // Run is what one run of one strategy produced: counts, the time series
@@ -57,8 +55,8 @@ type Run struct {
 
 	// Latency holds delivered requests' latencies (creation to delivery)
 	// in microseconds; LatencySum is their exact sum in seconds. (In
-	// JSON, EncodeRuns writes the histogram's snapshot beside the run.)
-	Latency    *hdrhistogram.Histogram `json:"-"`
+	// JSON, EncodeRuns writes the histogram's buckets beside the run.)
+	Latency    *Latencies `json:"-"`
 	LatencySum float64
 
 	Series []Bucket // one per bucket from t = 0
@@ -143,28 +141,19 @@ func (b Bucket) Breakdown() Breakdown {
 	return d
 }
 
-// LatencyHistogram returns an empty latency histogram with the range and
-// precision every run uses, so that histograms of runs and shards merge
-// exactly: 1 µs to 100 days, 3 significant digits.
-func LatencyHistogram() *hdrhistogram.Histogram {
-	return hdrhistogram.New(1, int64(100*24*time.Hour/time.Microsecond), 3)
-}
-
 // NewRun returns a run with its latency histogram and buckets ready.
 func NewRun(strategy string, run, buckets int) *Run {
 	return &Run{
 		Strategy:       strategy,
 		Run:            run,
 		DeadLetteredBy: map[string]int64{},
-		Latency:        LatencyHistogram(),
+		Latency:        NewLatencies(),
 		Series:         make([]Bucket, buckets),
 	}
 }
 
 // RecordLatency records the latency of one delivered request.
 func (r *Run) RecordLatency(d time.Duration) {
-	us := max(int64(d/time.Microsecond), 1)
-	// A value beyond the histogram's range is clamped, not dropped.
-	_ = r.Latency.RecordValue(min(us, r.Latency.HighestTrackableValue()))
+	r.Latency.Record(int64(d / time.Microsecond))
 	r.LatencySum += d.Seconds()
 }

@@ -5,16 +5,14 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/HdrHistogram/hdrhistogram-go"
 )
 
 // RunsVersion is the version of the format of EncodeRuns.
-const RunsVersion = 1
+const RunsVersion = 2
 
 // wireRuns is what EncodeRuns writes: JSON keeps a pointer to a zero
 // value apart from a nil one, and a float exact; the latency histogram
-// goes as its snapshot beside its run, and an unbounded capacity as -1
+// goes as its buckets beside its run (RunRecord's LatencyBuckets), and an unbounded capacity as -1
 // (see WireServices).
 type wireRuns struct {
 	Version int       `json:"version"`
@@ -22,8 +20,8 @@ type wireRuns struct {
 }
 
 type wireRun struct {
-	Run     *Run                   `json:"run"`
-	Latency *hdrhistogram.Snapshot `json:"latency"`
+	Run     *Run       `json:"run"`
+	Latency [][2]int64 `json:"latency"`
 }
 
 // EncodeRuns writes runs whole, time series, services and latency
@@ -38,7 +36,11 @@ func EncodeRuns(w io.Writer, runs []*Run) error {
 		WireServices(c.Services, true)
 		out.Runs[i] = wireRun{Run: &c}
 		if r.Latency != nil {
-			out.Runs[i].Latency = r.Latency.Export()
+			out.Runs[i].Latency = [][2]int64{}
+			r.Latency.Buckets(func(v, c int64) bool {
+				out.Runs[i].Latency = append(out.Runs[i].Latency, [2]int64{v, c})
+				return true
+			})
 		}
 	}
 	return json.NewEncoder(w).Encode(out)
@@ -59,7 +61,12 @@ func DecodeRuns(r io.Reader) ([]*Run, error) {
 			return nil, fmt.Errorf("results: decoding runs: run %d is missing", i)
 		}
 		if wr.Latency != nil {
-			wr.Run.Latency = hdrhistogram.Import(wr.Latency)
+			wr.Run.Latency = NewLatencies()
+			for _, vc := range wr.Latency {
+				if err := wr.Run.Latency.Add(vc[0], vc[1]); err != nil {
+					return nil, fmt.Errorf("results: decoding runs: run %d's latencies: %w", i, err)
+				}
+			}
 		}
 		WireServices(wr.Run.Services, false)
 		runs[i] = wr.Run

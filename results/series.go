@@ -150,7 +150,7 @@ func LatencyCDF(runs []*Run) ([]Point, int64, error) {
 		if r.Latency == nil {
 			continue
 		}
-		if dropped := h.Merge(r.Latency); dropped > 0 {
+		if dropped := r.Latency.MergeInto(h); dropped > 0 {
 			return nil, 0, fmt.Errorf("results: merging the latencies of %s run %d: %d values out of range", r.Strategy, r.Run, dropped)
 		}
 	}

@@ -16,52 +16,111 @@ import (
 
 // RunRecord is one run of one strategy at one point of a sweep: its
 // figures and its latency histogram, which is all a sweep's outputs need.
-// A sweep stores one record per file; shards exchange them, and merging
-// records gives exactly the figures of the runs they came from.
+// Shards exchange them, and merging records gives exactly the figures of
+// the runs they came from.
 type RunRecord struct {
 	Point    int     `json:"point"`
 	Strategy string  `json:"strategy"`
 	Run      int     `json:"run"`
 	Figures  Figures `json:"figures"`
 	Events   int64   `json:"events"`
-	// LatencyCounts is the run's latency histogram (LatencyHistogram's
-	// geometry): its counts that are not 0, as pairs of their index in
-	// the histogram's counts and the count. It gives back every count, as
-	// the HDR encoding does, at a fraction of the cost of making it:
-	// encoding every record's 280 KB of counts took most of a sweep of
-	// small runs.
-	LatencyCounts [][2]int64 `json:"latency_counts"`
-	// Latency is the histogram HDR-encoded (V2, compressed), as records
-	// written before LatencyCounts hold it; read, never written.
-	Latency []byte `json:"latency_hdr,omitempty"`
+	// LatencyBuckets is the run's latency histogram (LatencyHistogram's
+	// geometry): its populated buckets, as pairs of the bucket's value
+	// (the lowest it holds, in µs) and its count, in increasing value.
+	// They give back every count, as the HDR encoding does, at a
+	// fraction of the cost.
+	LatencyBuckets [][2]int64 `json:"latency_buckets"`
+	// LatencyCounts (pairs of an index into the histogram's counts and
+	// the count) and Latency (HDR-encoded, V2 compressed) are how older
+	// records hold the histogram; read, never written.
+	LatencyCounts [][2]int64 `json:"latency_counts,omitempty"`
+	Latency       []byte     `json:"latency_hdr,omitempty"`
 }
 
 // NewRunRecord records run r, at point, with its figures under setup.
 func NewRunRecord(point int, r *Run, setup Setup) (RunRecord, error) {
 	rec := RunRecord{
-		Point:         point,
-		Strategy:      r.Strategy,
-		Run:           r.Run,
-		Figures:       r.Figures(setup),
-		Events:        r.Events,
-		LatencyCounts: [][2]int64{},
+		Point:          point,
+		Strategy:       r.Strategy,
+		Run:            r.Run,
+		Figures:        r.Figures(setup),
+		Events:         r.Events,
+		LatencyBuckets: [][2]int64{},
 	}
-	if r.Latency.TotalCount() > 0 {
-		s := r.Latency.Export()
-		if !sameGeometry(s) {
-			return RunRecord{}, fmt.Errorf("results: the latency histogram of %s run %d is not of LatencyHistogram's geometry", r.Strategy, r.Run)
-		}
-		for i, c := range s.Counts {
-			if c != 0 {
-				rec.LatencyCounts = append(rec.LatencyCounts, [2]int64{int64(i), c})
-			}
-		}
-	}
+	r.Latency.Buckets(func(v, c int64) bool {
+		rec.LatencyBuckets = append(rec.LatencyBuckets, [2]int64{v, c})
+		return true
+	})
 	return rec, nil
 }
 
+// Latencies gives back the record's latency histogram.
+func (r *RunRecord) Latencies() (*Latencies, error) {
+	l := NewLatencies()
+	if _, err := r.addTo(l); err != nil {
+		return nil, err
+	}
+	return l, nil
+}
+
+// addTo adds the record's latencies to l and returns how many there are.
+func (r *RunRecord) addTo(l *Latencies) (int64, error) {
+	if len(r.LatencyBuckets) == 0 && (len(r.LatencyCounts) > 0 || len(r.Latency) > 0) {
+		h, err := r.older()
+		if err != nil {
+			return 0, err
+		}
+		// The dense histogram's buckets by value, through a sparse copy.
+		p := hdrhistogram.NewPacked(latencyLowest, latencyHighest, latencyDigits)
+		p.MergeFrom(h)
+		p.ForEachBucket(func(v, c int64) bool { return l.Add(v, c) == nil })
+		return h.TotalCount(), nil
+	}
+	var total int64
+	last := int64(-1)
+	for _, vc := range r.LatencyBuckets {
+		v, c := vc[0], vc[1]
+		if v <= last || c <= 0 {
+			return 0, r.damaged(fmt.Errorf("count %d at %d µs: out of order, or not positive", c, v))
+		}
+		if err := l.Add(v, c); err != nil {
+			return 0, r.damaged(err)
+		}
+		last = v
+		total += c
+	}
+	return total, nil
+}
+
+// older gives back the histogram of a record written before
+// LatencyBuckets.
+func (r *RunRecord) older() (*hdrhistogram.Histogram, error) {
+	if len(r.LatencyCounts) == 0 {
+		h, err := hdrhistogram.Decode(r.Latency)
+		if err != nil {
+			return nil, r.damaged(err)
+		}
+		if !sameGeometry(h.Export()) {
+			return nil, r.damaged(errors.New("not of LatencyHistogram's range and precision"))
+		}
+		return h, nil
+	}
+	s := *latencyGeometry()
+	s.Counts = make([]int64, len(s.Counts))
+	last := int64(-1) // the counts are in the order of their indexes
+	for _, ic := range r.LatencyCounts {
+		i, c := ic[0], ic[1]
+		if i <= last || i >= int64(len(s.Counts)) || c <= 0 {
+			return nil, r.damaged(fmt.Errorf("count %d at index %d: out of range or order, or not positive", c, i))
+		}
+		last = i
+		s.Counts[i] = c
+	}
+	return hdrhistogram.Import(&s), nil
+}
+
 // sameGeometry reports whether a histogram's snapshot has the range and
-// precision of LatencyHistogram, whose counts LatencyCounts index.
+// precision of LatencyHistogram.
 func sameGeometry(s *hdrhistogram.Snapshot) bool {
 	g := latencyGeometry()
 	return s.LowestTrackableValue == g.LowestTrackableValue && s.HighestTrackableValue == g.HighestTrackableValue &&
@@ -71,68 +130,8 @@ func sameGeometry(s *hdrhistogram.Snapshot) bool {
 // latencyGeometry is an empty LatencyHistogram's snapshot, made once.
 var latencyGeometry = sync.OnceValue(func() *hdrhistogram.Snapshot { return LatencyHistogram().Export() })
 
-// Histogram gives back the record's latency histogram.
-func (r *RunRecord) Histogram() (*hdrhistogram.Histogram, error) {
-	if r.older() {
-		return r.decode()
-	}
-	g := latencyGeometry()
-	s := *g
-	s.Counts = make([]int64, len(g.Counts))
-	if _, err := r.addCounts(s.Counts); err != nil {
-		return nil, err
-	}
-	return hdrhistogram.Import(&s), nil
-}
-
-// older reports whether the record holds its histogram HDR-encoded.
-func (r *RunRecord) older() bool { return len(r.LatencyCounts) == 0 && len(r.Latency) > 0 }
-
-// decode decodes the HDR encoding of an older record's histogram.
-func (r *RunRecord) decode() (*hdrhistogram.Histogram, error) {
-	h, err := hdrhistogram.Decode(r.Latency)
-	if err != nil {
-		return nil, r.damaged(err)
-	}
-	return h, nil
-}
-
 func (r *RunRecord) damaged(err error) error {
 	return fmt.Errorf("results: decoding the latency histogram of point %d, %s, run %d: %w", r.Point, r.Strategy, r.Run, err)
-}
-
-// addCounts adds the record's latency counts into counts, of
-// LatencyHistogram's geometry, and returns how many latencies it holds:
-// what merging its histogram into one of counts would do, without making
-// the histogram.
-func (r *RunRecord) addCounts(counts []int64) (int64, error) {
-	var total int64
-	if r.older() {
-		h, err := r.decode()
-		if err != nil {
-			return 0, err
-		}
-		s := h.Export()
-		if !sameGeometry(s) {
-			return 0, r.damaged(errors.New("not of LatencyHistogram's range and precision"))
-		}
-		for i, c := range s.Counts {
-			counts[i] += c
-			total += c
-		}
-		return total, nil
-	}
-	last := int64(-1) // the counts are in the order of their indexes
-	for _, ic := range r.LatencyCounts {
-		i, c := ic[0], ic[1]
-		if i <= last || i >= int64(len(counts)) || c <= 0 {
-			return 0, r.damaged(fmt.Errorf("count %d at index %d: out of range or order, or not positive", c, i))
-		}
-		last = i
-		counts[i] += c
-		total += c
-	}
-	return total, nil
 }
 
 // WriteRecord writes a record as JSON.
@@ -333,22 +332,19 @@ func WriteSweepCSV(w io.Writer, s *Sweep, records []RunRecord) error {
 // returns the latency of every delivered request they hold: quantiles of
 // the merged histogram, the mean weighted by deliveries.
 func PooledLatency(records []*RunRecord) (Latency, error) {
-	g := latencyGeometry()
-	s := *g
-	s.Counts = make([]int64, len(g.Counts))
+	l := NewLatencies()
 	var sum float64
 	for _, r := range records {
-		n, err := r.addCounts(s.Counts)
+		n, err := r.addTo(l)
 		if err != nil {
 			return Latency{}, err
 		}
 		sum += r.Figures.LatencyS.Mean * float64(n)
 	}
-	merged := hdrhistogram.Import(&s)
-	n := merged.TotalCount()
+	n := l.TotalCount()
 	if n == 0 {
 		return Latency{}, nil
 	}
-	q := latencyQuantiles(merged)
+	q := latencyQuantiles(l)
 	return Latency{Mean: sum / float64(n), P50: micros(q[0]), P90: micros(q[1]), P99: micros(q[2]), Max: micros(q[3])}, nil
 }

@@ -61,13 +61,18 @@ func benchScenario(b *testing.B, file string, attemptsOf func(*results.Run) int6
 	}
 }
 
+// runsPerCall is how many runs of each strategy BenchmarkSmallRuns asks
+// sim.Run for at once, as a sweep point or herdlab run of such a scenario
+// would.
+const runsPerCall = 100
+
 // BenchmarkSmallRuns times runs of a few clients, where what a run costs
 // beyond its events (the engine's set-up, the latency histogram, the
-// buckets and the figures) shows: a run of one request (a handful of
-// events: nearly all fixed cost), and a run of each strategy of the AWS
-// study at 10 clients (scenarios/aws-occ-10.yaml, one run of each), each
-// with its summary. It reports the events of a run, and the time per run
-// and per event.
+// buckets and the figures) shows: runs of one request (2 events: the
+// fixed cost, with 120 buckets of 1 s), and runs of each strategy of the
+// AWS study at 10 clients (scenarios/aws-occ-10.yaml), runsPerCall at a
+// time, each with its summary. It reports the events of a run, and the
+// time per run and per event.
 func BenchmarkSmallRuns(b *testing.B) {
 	one, err := scenarios.Parse("one.yaml", []byte("duration: 2m\nworkload: {requests: 1}\nstrategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]\n"))
 	require.NoError(b, err)
@@ -80,7 +85,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 		b.Run(c.name, func(b *testing.B) {
 			b.ReportAllocs()
 			sc := *c.sc
-			sc.Runs = 1
+			sc.Runs = runsPerCall
 			var events, runs int64
 			for b.Loop() {
 				res, err := Run(context.Background(), &sc, Options{Parallel: 1})

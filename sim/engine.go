@@ -47,12 +47,20 @@ func (e *engine) setLimits(progress func(int), maxEvents int64) {
 	}
 }
 
+// releaseQueue ends the run's use of its event queue, which another run
+// may take (see wheelQueue.release).
+func (e *engine) releaseQueue() {
+	e.q.release()
+	e.q = nil
+}
+
 // loop pops events in order until the horizon, calling advance with each
 // new time before handle with the event. An event at or after the
 // horizon never happens.
 func (e *engine) loop(ctx context.Context, advance func(t time.Duration), handle func(ev event)) error {
 	e.ctx = ctx
-	var instant int64 // events at the current time
+	defer e.releaseQueue() // no event is pushed or popped after the loop
+	var instant int64      // events at the current time
 	check := min(int64(checkEvery), e.maxEvents)
 	for {
 		ev, ok := e.q.pop()

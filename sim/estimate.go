@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"slices"
-	"sync"
 	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
@@ -86,10 +85,9 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	n.AtOnce = max(min(parallel, n.Runs), 1)
 	buckets := int64((sc.Duration + sc.Bucket - 1) / sc.Bucket)
 	n.Rows = buckets * int64(n.Runs)
-	n.Kept = buckets*(int64(unsafe.Sizeof(results.Bucket{}))+chartBytes) + histogramBytes()
-
 	reqs, path := requestsOf(sc)
 	n.Requests = reqs
+	n.Kept = buckets*(int64(unsafe.Sizeof(results.Bucket{}))+chartBytes) + results.LatenciesBytes(reqs)
 	growth := 1.0
 	if sc.Workload.Uncapped() {
 		growth = 2 // slices grow by appending, up to twice the count
@@ -311,8 +309,3 @@ func joinWords(words []string) string {
 	}
 	return s + " and " + words[len(words)-1]
 }
-
-// histogramBytes is the size of a run's latency histogram, measured once:
-// a histogram is 280 KB to make, which a small run's estimate should not
-// pay again.
-var histogramBytes = sync.OnceValue(func() int64 { return int64(results.LatencyHistogram().ByteSize()) })

@@ -4,6 +4,7 @@ import (
 	"math"
 	"math/bits"
 	"slices"
+	"sync"
 	"time"
 )
 
@@ -309,12 +310,19 @@ type wheelQueue struct {
 // newWheelQueue returns an empty timing wheel with slots of about 1 ms and
 // 64 pages of 0.5 s; both adapt as events arrive.
 func newWheelQueue() *wheelQueue {
-	q := &wheelQueue{
-		nChunks:  1,
-		nRebuild: wheelMinGrow / 4,
-		growAt:   wheelMinGrow,
-		cur:      -1,
+	q, _ := queuePool.Get().(*wheelQueue)
+	if q == nil {
+		q = &wheelQueue{}
 	}
+	// A released queue keeps only its memory: its chunks are unused
+	// again, and newChunk expects a chunk it has not handed out to have
+	// next 0.
+	for _, b := range q.blocks {
+		for i := range b {
+			b[i].next = 0
+		}
+	}
+	q.nChunks, q.nRebuild, q.growAt, q.cur = 1, wheelMinGrow/4, wheelMinGrow, -1
 	q.resize(20, wheelMinRingBits)
 	return q
 }
@@ -547,6 +555,32 @@ func (q *wheelQueue) newChunk(free *int32) int32 {
 	*free = ch.next
 	ch.next = 0
 	return c
+}
+
+// queuePool holds the queues of finished small runs, for other runs to
+// use. A queue's chunks come in blocks of 64 KiB, and its slots are 9 KiB:
+// a small run, with a few events, spent most of its time allocating and
+// zeroing them.
+var queuePool sync.Pool
+
+// pooledBlocks is how many chunk blocks a finished queue may keep in
+// queuePool: a small run's. A large run's queue is freed, not kept.
+const pooledBlocks = 4
+
+// release ends the queue's use: a small queue goes to queuePool, for
+// newWheelQueue to reuse, and a large one to the garbage collector. The
+// queue must not be used after it.
+func (q *wheelQueue) release() {
+	small := len(q.blocks) <= pooledBlocks && cap(q.ring) <= 1<<wheelMinRingBits &&
+		max(cap(q.run), cap(q.spread), cap(q.scratch), cap(q.side.items), cap(q.overflow.items)) <= wheelPageSlots*wheelTarget
+	if !small {
+		*q = wheelQueue{}
+		return
+	}
+	keep := wheelQueue{run: q.run[:0], spread: q.spread[:0], scratch: q.scratch[:0], ring: q.ring, ringUsed: q.ringUsed, blocks: q.blocks}
+	keep.side.items, keep.overflow.items = q.side.items[:0], q.overflow.items[:0]
+	*q = keep
+	queuePool.Put(q)
 }
 
 // freeChunk adds chunk c to the free list *free and returns its successor.

@@ -363,6 +363,44 @@ func TestQueueDifferential(t *testing.T) {
 	}
 }
 
+func TestQueueReusedAfterRelease(t *testing.T) {
+	// Queues of small runs, released and taken again by newWheelQueue,
+	// pop in the reference's order run after run: nothing of a run is
+	// left for the next but memory. Some runs are large enough to use
+	// several chunk blocks and to re-bucket; a large queue is not kept.
+	r := rand.New(rand.NewPCG(7, 8))
+	reused := 0
+	var last *wheelQueue
+	for run := range 300 {
+		d := &diffRun{t: t, names: []string{"ref", "wheel"}, qs: []queueUnderTest{&refQueue{}}}
+		q := newWheelQueue()
+		if q == last {
+			reused++
+		}
+		d.qs = append(d.qs, q)
+		n := 1 + r.IntN(50)
+		if run%10 == 0 {
+			n = 1 + r.IntN(5000)
+		}
+		for range n {
+			d.push(mixedOffset(r) / 1000)
+		}
+		d.hold(n, func() time.Duration { return mixedOffset(r) / 1000 })
+		d.drain(0)
+		q.release()
+		last = q
+	}
+	if !raceDetector { // which drops some of what a sync.Pool is given
+		assert.Greater(t, reused, 100, "released queues are taken again")
+	}
+	big := newWheelQueue()
+	for i := range 300_000 {
+		big.push(time.Duration(i), 0, 0, 0)
+	}
+	big.release()
+	assert.NotSame(t, big, newWheelQueue(), "a large queue is not kept")
+}
+
 // len is a shorthand for the reference's len.
 func (d *diffRun) len() int { return d.qs[0].len() }
 

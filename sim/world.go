@@ -226,6 +226,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 	start := time.Now()
 	w.ctx = ctx
+	defer w.releaseQueue() // after the run, no event is pushed or popped
 	w.scheduleWorkload()
 	if r := w.sc.DLQ.Replay; r != nil {
 		w.q.push(r.At, evReplay, -1, 0)
