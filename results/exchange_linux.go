@@ -3,12 +3,9 @@
 package results
 
 import (
-	"os"
 	"runtime"
 	"syscall"
 	"unsafe"
-
-	"golang.org/x/sys/unix"
 )
 
 // renameat2 is the system call that can exchange two paths.
@@ -32,16 +29,4 @@ func renameExchange(a, b string) error {
 		return errno
 	}
 	return nil
-}
-
-// SyncFS makes durable every file written on the file system that holds
-// dir, the WriteFileWhole files and their folder entries among them
-// (syncfs(2)): one call for thousands of files.
-func SyncFS(dir string) error {
-	f, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	return unix.Syncfs(int(f.Fd()))
 }

@@ -275,28 +275,13 @@ func WriteTable(w io.Writer, s *Summary) error {
 // complete, and the folder synced, so that neither a crash nor a power
 // loss leaves a half-written or empty file at path.
 func WriteFile(path string, write func(io.Writer) error) error {
-	return writeFile(path, write, true)
-}
-
-// WriteFileWhole writes a file through write, atomically but not
-// durably: as WriteFile, with nothing synced. A reader never sees it
-// half-written, but a power loss may leave it cut short or empty: for
-// files that are checked when read and made again when damaged (a
-// sweep's records), synced together with SyncFS.
-func WriteFileWhole(path string, write func(io.Writer) error) error {
-	return writeFile(path, write, false)
-}
-
-// writeFile is WriteFile, synced when durable is set, WriteFileWhole
-// otherwise.
-func writeFile(path string, write func(io.Writer) error, durable bool) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
 	}
 	defer os.Remove(f.Name()) // fails harmlessly once renamed
 	err = write(f)
-	if err == nil && durable {
+	if err == nil {
 		err = f.Sync()
 	}
 	if cerr := f.Close(); err == nil {
@@ -308,7 +293,7 @@ func writeFile(path string, write func(io.Writer) error, durable bool) error {
 	if err == nil {
 		err = os.Rename(f.Name(), path)
 	}
-	if err == nil && durable {
+	if err == nil {
 		err = syncDir(filepath.Dir(path))
 	}
 	if err != nil {

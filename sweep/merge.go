@@ -1,7 +1,6 @@
 package sweep
 
 import (
-	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -22,10 +21,8 @@ type Records struct {
 	Metric string
 	// List holds one record per unit, in unit order.
 	List []results.RunRecord
-	// src and sum are the file each record was read from, and a hash of
-	// its bytes: records are not kept twice in memory.
-	src []string
-	sum [][sha256.Size]byte
+	// units are the records as read, with their encodings, by unit.
+	units []*stored
 }
 
 // Collect reads the records of a sweep from the folders of its shards (or
@@ -59,48 +56,47 @@ func Collect(dirs ...string) (*Records, error) {
 	}
 
 	n := rs.Spec.Units()
-	rs.List = make([]results.RunRecord, n)
-	rs.src = make([]string, n)
-	rs.sum = make([][sha256.Size]byte, n)
-	var missing []int
-	var damaged []string
-	for k := range n {
-		for _, dir := range dirs {
-			path := rs.Spec.recordFile(dir, k)
-			data, err := os.ReadFile(path)
-			if errors.Is(err, os.ErrNotExist) {
+	all := folder{units: make([]*stored, n)}
+	var damaged []damage
+	for _, dir := range dirs {
+		f, err := readFolder(&rs.Spec, dir)
+		if err != nil {
+			return nil, err
+		}
+		damaged = append(damaged, f.damaged...)
+		for _, s := range f.units {
+			if s == nil {
 				continue
 			}
-			if err != nil {
+			if err := all.add(s); err != nil {
 				return nil, err
 			}
-			if rs.src[k] != "" {
-				if sha256.Sum256(data) != rs.sum[k] {
-					return nil, fmt.Errorf("%s differs from the same run in another folder: were they run by different versions of herdlab?", path)
-				}
-				continue
-			}
-			rec, err := readRecord(&rs.Spec, data, k)
-			if err != nil {
-				// A damaged record counts as missing: the shard's sweep
-				// command runs it again.
-				damaged = append(damaged, fmt.Sprintf("%s (%v)", path, err))
-				continue
-			}
-			rs.List[k], rs.src[k], rs.sum[k] = *rec, path, sha256.Sum256(data)
 		}
-		if rs.src[k] == "" {
+	}
+	rs.units = all.units
+	var missing []int
+	rs.List = make([]results.RunRecord, n)
+	for k, s := range rs.units {
+		if s == nil {
 			missing = append(missing, k)
+			continue
 		}
+		rs.List[k] = s.rec
 	}
 	if len(missing) > 0 {
 		err := missingError(&rs.Spec, missing, shards)
 		if len(damaged) > 0 {
+			// A damaged record counts as missing: the shard's sweep
+			// command runs it again.
+			names := make([]string, 0, 3)
+			for _, d := range damaged[:min(3, len(damaged))] {
+				names = append(names, d.Error())
+			}
 			more := ""
 			if len(damaged) > 3 {
 				more = fmt.Sprintf(" and %d more", len(damaged)-3)
 			}
-			err = fmt.Errorf("%w; %d of them have damaged records, run again by the same sweep command: %s%s", err, len(damaged), strings.Join(damaged[:min(3, len(damaged))], ", "), more)
+			err = fmt.Errorf("%w; some are in damaged records, run again by the same sweep command: %s%s", err, strings.Join(names, ", "), more)
 		}
 		return nil, err
 	}
@@ -240,16 +236,25 @@ func Merge(out string, rs *Records, metric string, charts Charts) (*results.Swee
 	if err := claim(out, m); err != nil {
 		return nil, err
 	}
-	for k := range rs.Spec.Units() {
-		path := rs.Spec.recordFile(out, k)
-		if have, err := os.ReadFile(path); err == nil && sha256.Sum256(have) == rs.sum[k] {
-			continue // there already, whole
+	have, err := readFolder(&rs.Spec, out)
+	if err != nil {
+		return nil, err
+	}
+	if err := have.repair(nil); err != nil {
+		return nil, err
+	}
+	var add [][]byte
+	for k, s := range rs.units {
+		if h := have.units[k]; h != nil {
+			if err := s.same(h); err != nil {
+				return nil, err
+			}
+			continue
 		}
-		data, err := os.ReadFile(rs.src[k])
-		if err != nil {
-			return nil, err
-		}
-		if err := results.WriteFile(path, results.Raw(data)); err != nil {
+		add = append(add, s.data)
+	}
+	if len(add) > 0 {
+		if err := writeSegment(filepath.Join(out, "records"), have.next, add); err != nil {
 			return nil, err
 		}
 	}

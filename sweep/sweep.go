@@ -3,11 +3,11 @@
 // its own: the edge of metastable failure.
 //
 // A sweep is made of units: one run of one strategy at one point. Each
-// unit's result is a results.RunRecord in its own file under the output
-// folder's records/, so an interrupted sweep resumes where it stopped, a
-// sweep can be split into shards that run anywhere, and Collect and Build
-// turn the records of all shards into exactly the outputs of one
-// unsharded sweep.
+// unit's result is a results.RunRecord, kept in the segment files of the
+// output folder's records/ (see store.go), so an interrupted sweep
+// resumes where it stopped, a sweep can be split into shards that run
+// anywhere, and Collect and Build turn the records of all shards into
+// exactly the outputs of one unsharded sweep.
 package sweep
 
 import (
@@ -18,7 +18,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -65,12 +64,6 @@ func (s *Spec) unit(k int) (point, strategy, run int) {
 	run = k % s.Runs
 	k /= s.Runs
 	return k / len(s.Strategies), k % len(s.Strategies), run
-}
-
-// recordFile is where unit k's record lives in a sweep folder.
-func (s *Spec) recordFile(dir string, k int) string {
-	p, st, r := s.unit(k)
-	return filepath.Join(dir, "records", fmt.Sprintf("p%05d-s%02d-r%04d.json", p, st, r))
 }
 
 // Plan is a sweep ready to run: its spec, and how to build the scenario
@@ -292,6 +285,16 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		return Stats{}, err
 	}
 
+	records := filepath.Join(dir, "records")
+	have, err := readFolder(&p.Spec, dir)
+	if err != nil {
+		return Stats{}, err
+	}
+	// Parts cut short or garbled (a power loss before the records were
+	// synced) are not done: they are cut away, said so, and run again.
+	if err := have.repair(opts.Damaged); err != nil {
+		return Stats{}, err
+	}
 	var todo []int
 	var st Stats
 	left := map[int]int{} // units left per point of the shard
@@ -303,21 +306,9 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 		if _, seen := left[pt]; !seen {
 			left[pt] = 0
 		}
-		path := p.Spec.recordFile(dir, k)
-		err := p.checkRecord(path, k)
-		if err == nil {
+		if have.units[k] != nil {
 			st.Skipped++
 			continue
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			// Cut short or garbled (a power loss before records were
-			// synced): not done. It is run again, and said so.
-			if opts.Damaged != nil {
-				opts.Damaged(path, err)
-			}
-			if err := os.Remove(path); err != nil {
-				return st, err
-			}
 		}
 		left[pt]++
 		todo = append(todo, k)
@@ -354,10 +345,22 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	var events atomic.Int64
+	segments := atomic.Int64{} // the number of the last segment created
+	segments.Store(int64(have.next - 1))
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range min(parallel, len(todo)) {
 		wg.Go(func() {
+			// Each worker appends its records to a segment of its own,
+			// made durable when the sweep ends or stops.
+			var seg *segment
+			defer func() {
+				if seg != nil {
+					if err := seg.close(); err != nil {
+						stop(err)
+					}
+				}
+			}()
 			var last *scenarios.Scenario // the scenario of the last unit's point
 			lastPoint := -1
 			for i := range next {
@@ -370,12 +373,22 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 					}
 					last, lastPoint = sc, pt
 				}
-				n, err := p.runUnit(ctx, last, dir, k, opts.MaxEvents)
+				rec, err := p.record(ctx, last, k, nil, opts.MaxEvents)
+				var data []byte
+				if err == nil {
+					data, err = encodeRecord(&rec)
+				}
+				if err == nil && seg == nil {
+					seg, err = createSegment(records, int(segments.Add(1)))
+				}
+				if err == nil {
+					err = seg.append(data)
+				}
 				if err != nil {
 					stop(err)
 					continue
 				}
-				events.Add(n)
+				events.Add(rec.Events)
 				report(k)
 			}
 		})
@@ -391,25 +404,14 @@ feed:
 	close(next)
 	wg.Wait()
 	st.Ran, st.Events, st.Wall = prog.UnitsDone-st.Skipped, events.Load(), time.Since(start)
-	// The records are written whole but not synced one by one (two
-	// syncs each made a sweep of small runs 2.5x its runs); they are
-	// made durable together, also when the sweep was stopped. One lost
-	// to a power loss before this is found damaged or missing when the
+	// The segments were synced as they closed, also when the sweep was
+	// stopped; their names are made durable here. A record lost to a
+	// power loss before this is found missing, or cut short, when the
 	// sweep resumes, and made again.
-	if err := results.SyncFS(filepath.Join(dir, "records")); err != nil && context.Cause(ctx) == nil {
+	if err := syncDir(records); err != nil && context.Cause(ctx) == nil {
 		return st, fmt.Errorf("syncing the records: %w", err)
 	}
 	return st, context.Cause(ctx)
-}
-
-// runUnit runs unit k, whose point's scenario is sc, and writes its
-// record; it returns the events simulated.
-func (p *Plan) runUnit(ctx context.Context, sc *scenarios.Scenario, dir string, k int, maxEvents int64) (int64, error) {
-	rec, err := p.record(ctx, sc, k, nil, maxEvents)
-	if err != nil {
-		return 0, err
-	}
-	return rec.Events, results.WriteFileWhole(p.Spec.recordFile(dir, k), func(w io.Writer) error { return results.WriteRecord(w, &rec) })
 }
 
 // record runs unit k, whose point's scenario is sc, and returns its
@@ -445,33 +447,6 @@ func (p *Plan) RunUnit(ctx context.Context, sc *scenarios.Scenario, k int, progr
 // Unit returns the point, strategy (index into Spec.Strategies) and run
 // of unit k.
 func (p *Plan) Unit(k int) (point, strategy, run int) { return p.Spec.unit(k) }
-
-// checkRecord reports whether path holds the complete record of unit k:
-// nil when it does, an error wrapping os.ErrNotExist when there is none,
-// another when it is damaged. Records are synced and renamed into place
-// whole, but a file system may still lose the last writes before a power
-// loss, and leave a file cut short.
-func (p *Plan) checkRecord(path string, k int) error {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	_, err = readRecord(&p.Spec, data, k)
-	return err
-}
-
-// readRecord reads the record of unit k of spec from data, an error when
-// it is not whole (cut short, garbled) or not unit k's.
-func readRecord(spec *Spec, data []byte, k int) (*results.RunRecord, error) {
-	rec, err := results.ReadRecord(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	if pt, s, r := spec.unit(k); rec.Point != pt || rec.Strategy != spec.Strategies[s] || rec.Run != r {
-		return nil, fmt.Errorf("holds point %d, %s, run %d, not the run its name says", rec.Point, rec.Strategy, rec.Run)
-	}
-	return rec, nil
-}
 
 // claim writes dir's manifest, after checking that the one there, if
 // any, is of the same sweep and shard.

@@ -234,39 +234,6 @@ func TestOnlyTheNamedStrategies(t *testing.T) {
 	assert.Equal(t, []int{1}, sw.StrategyIndexes, "full-jitter keeps its place in the file, and so its colour")
 }
 
-// TestADamagedRecordIsRunAgain: a record cut short (what a power loss
-// can leave) is not done: the sweep says so and runs it again, and merge
-// counts it as missing, naming the file, instead of failing on EOF
-// forever.
-func TestADamagedRecordIsRunAgain(t *testing.T) {
-	plan := smallPlan(t)
-	dir := t.TempDir()
-	runAll(t, plan, dir, 2)
-	want := readFile(t, filepath.Join(dir, "sweep.csv"))
-
-	cut := plan.Spec.recordFile(dir, 5)
-	require.NoError(t, os.WriteFile(cut, nil, 0o644))
-	garbled := plan.Spec.recordFile(dir, 17)
-	data := readFile(t, garbled)
-	require.NoError(t, os.WriteFile(garbled, []byte(data[:len(data)/2]), 0o644))
-
-	_, err := Collect(dir)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "2 of the sweep's 36 runs are missing")
-	assert.Contains(t, err.Error(), "2 of them have damaged records, run again by the same sweep command: "+cut)
-
-	var damaged []string
-	st, err := plan.Run(context.Background(), dir, Options{Damaged: func(path string, err error) { damaged = append(damaged, path) }})
-	require.NoError(t, err)
-	assert.Equal(t, []string{cut, garbled}, damaged)
-	assert.Equal(t, 2, st.Ran, "the damaged ones, and only they, run again")
-	rs, err := Collect(dir)
-	require.NoError(t, err)
-	_, err = Merge(dir, rs, plan.Metric, nil)
-	require.NoError(t, err)
-	assert.Equal(t, want, readFile(t, filepath.Join(dir, "sweep.csv")))
-}
-
 // TestTheFirstFailureStopsTheSweep: when units fail (a full disk fails
 // every one alike; here each reaches its event budget), the sweep stops
 // at the first error and reports it once, not once per unit.
@@ -339,23 +306,4 @@ func TestWriteWithCharts(t *testing.T) {
 		assert.FileExists(t, filepath.Join(dir, "heatmap-"+st+".svg"))
 	}
 	assert.Contains(t, readFile(t, filepath.Join(dir, "report.md")), "![")
-}
-
-func TestAUnitInTwoFoldersMustBeTheSame(t *testing.T) {
-	plan := smallPlan(t)
-	a, b := t.TempDir(), t.TempDir()
-	for _, dir := range []string{a, b} {
-		_, err := plan.Run(context.Background(), dir, Options{})
-		require.NoError(t, err)
-	}
-	rs, err := Collect(a, b)
-	require.NoError(t, err, "the same runs twice are the same records")
-	assert.Len(t, rs.List, plan.Spec.Units())
-
-	path := plan.Spec.recordFile(b, 7)
-	data, err := os.ReadFile(path)
-	require.NoError(t, err)
-	require.NoError(t, os.WriteFile(path, []byte(strings.Replace(string(data), `"events":`, `"events":1`, 1)), 0o644))
-	_, err = Collect(a, b)
-	assert.ErrorContains(t, err, "differs from the same run in another folder")
 }

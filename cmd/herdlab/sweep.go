@@ -160,7 +160,7 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 	quiet, _ := fs.GetBool("quiet")
 	opts := sweep.Options{Shard: shard, Parallel: parallel, MaxMemory: lim.memory, MaxEvents: lim.events,
 		Damaged: func(path string, err error) {
-			fmt.Fprintf(c.stderr, "herdlab sweep: %s is damaged (%v): running it again\n", path, err)
+			fmt.Fprintf(c.stderr, "herdlab sweep: %s is damaged (%v): the runs it lost run again\n", path, err)
 		}}
 	var bar *progress
 	if !quiet {

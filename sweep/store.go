@@ -1,0 +1,353 @@
+package sweep
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/zeontools/herdlab/results"
+)
+
+// A sweep folder keeps its records in segment files, records/seg-N.hlr:
+// each writer of a sweep (a worker of one herdlab sweep command) appends
+// the records of the units it runs to a segment of its own, so that a
+// sweep of thousands of small runs writes a few files, not a file a run,
+// which took most of its time beyond the runs.
+//
+// A segment is segmentMagic, holding the format's version, then frames:
+// a record's length (4 bytes, little-endian), the CRC-32C of its bytes
+// (4 bytes) and the record, as WriteRecord writes it. A frame cut short
+// or garbled (the last writes before a power loss) ends what a reader
+// takes from the segment: the units from there on are missing, and the
+// sweep runs them again, after cutting the segment back to its last whole
+// frame.
+//
+// Folders written before segments hold a file a record, named by its
+// unit (Spec.recordFile); they are still read.
+const (
+	segmentMagic   = "herdlab records 1\n"
+	segmentPrefix  = "seg-"
+	segmentExt     = ".hlr"
+	frameHeader    = 8
+	maxRecordBytes = 64 << 20 // a length beyond this is damage, not a record
+)
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// stored is a record as a folder holds it.
+type stored struct {
+	rec  results.RunRecord
+	data []byte // its encoding
+	path string // the file that holds it
+	unit int
+}
+
+// folder is what a sweep folder's records/ holds: the record of each unit
+// found whole (nil when missing), the damage found, and the number the
+// next segment takes.
+type folder struct {
+	units   []*stored
+	damaged []damage
+	next    int
+}
+
+// damage is a part of a file that holds no whole record: a segment from
+// offset on (offset 0: all of it), or an older record file.
+type damage struct {
+	path   string
+	offset int64
+	err    error
+}
+
+func (d damage) Error() string { return d.path + ": " + d.where() }
+
+// where says what of the file is damaged, and how.
+func (d damage) where() string {
+	if d.offset > 0 {
+		return fmt.Sprintf("from byte %d: %v", d.offset, d.err)
+	}
+	return d.err.Error()
+}
+
+// readFolder reads the records of dir/records/ for spec. Its files are
+// read in parallel: decoding the records is most of a merge's time.
+func readFolder(spec *Spec, dir string) (*folder, error) {
+	f := &folder{units: make([]*stored, spec.Units()), next: 1}
+	entries, err := os.ReadDir(filepath.Join(dir, "records"))
+	if errors.Is(err, os.ErrNotExist) {
+		return f, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var files []*file
+	for _, e := range entries {
+		name := e.Name()
+		seg := strings.HasPrefix(name, segmentPrefix) && strings.HasSuffix(name, segmentExt)
+		if seg {
+			if n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(name, segmentPrefix), segmentExt)); err == nil {
+				f.next = max(f.next, n+1)
+			}
+		}
+		if seg || strings.HasSuffix(name, ".json") && !strings.HasPrefix(name, ".") {
+			files = append(files, &file{path: filepath.Join(dir, "records", name), segment: seg})
+		}
+	}
+	next := make(chan *file)
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), len(files)) {
+		wg.Go(func() {
+			for fl := range next {
+				fl.read(spec)
+			}
+		})
+	}
+	for _, fl := range files {
+		next <- fl
+	}
+	close(next)
+	wg.Wait()
+	for _, fl := range files {
+		if fl.err != nil {
+			return nil, fl.err
+		}
+		for _, s := range fl.records {
+			if err := f.add(s); err != nil {
+				return nil, err
+			}
+		}
+		if fl.damage != nil {
+			f.damaged = append(f.damaged, *fl.damage)
+		}
+	}
+	return f, nil
+}
+
+// file is one file of records/, as read: its whole records, and the
+// damage after them, or an error that stops the reading of the folder.
+type file struct {
+	path    string
+	segment bool // else an older file of one record
+	records []*stored
+	damage  *damage
+	err     error
+}
+
+// read reads the file's records.
+func (fl *file) read(spec *Spec) {
+	data, err := os.ReadFile(fl.path)
+	if err != nil {
+		fl.err = err
+		return
+	}
+	if !fl.segment {
+		if err := fl.decode(spec, data); err != nil {
+			fl.damage = &damage{path: fl.path, err: err}
+		}
+		return
+	}
+	if !bytes.HasPrefix(data, []byte(segmentMagic)) {
+		if v, ok := bytes.CutPrefix(data, []byte("herdlab records ")); ok && bytes.IndexByte(v, '\n') > 0 {
+			fl.err = fmt.Errorf("%s: records of format version %s; this build of herdlab reads version 1", fl.path, v[:bytes.IndexByte(v, '\n')])
+			return
+		}
+		fl.damage = &damage{path: fl.path, err: errors.New("not a herdlab records file, or cut short")}
+		return
+	}
+	off := int64(len(segmentMagic))
+	for rest := data[off:]; len(rest) > 0; {
+		rec, n, err := nextFrame(rest)
+		if err == nil {
+			err = fl.decode(spec, rec)
+		}
+		if err != nil {
+			fl.damage = &damage{path: fl.path, offset: off, err: err}
+			return
+		}
+		rest, off = rest[n:], off+int64(n)
+	}
+}
+
+// decode decodes a record of the file, encoded in data.
+func (fl *file) decode(spec *Spec, data []byte) error {
+	rec, err := results.ReadRecord(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	k, err := spec.unitOf(rec)
+	if err != nil {
+		return err
+	}
+	fl.records = append(fl.records, &stored{rec: *rec, data: data, path: fl.path, unit: k})
+	return nil
+}
+
+// add adds a record of one of the folder's files, or of another folder,
+// unless the folder has its unit's already; an error when that one
+// differs.
+func (f *folder) add(s *stored) error {
+	if have := f.units[s.unit]; have != nil {
+		return have.same(s)
+	}
+	f.units[s.unit] = s
+	return nil
+}
+
+// same returns an error when s, a record of the same unit as r, differs.
+func (r *stored) same(s *stored) error {
+	if !bytes.Equal(r.data, s.data) {
+		return fmt.Errorf("%s: point %d, %s, run %d differs from the same run in %s: were they run by different versions of herdlab?", s.path, s.rec.Point, s.rec.Strategy, s.rec.Run, r.path)
+	}
+	return nil
+}
+
+// nextFrame returns the record of the frame at the start of b and the
+// frame's length.
+func nextFrame(b []byte) (rec []byte, n int, err error) {
+	if len(b) < frameHeader {
+		return nil, 0, errors.New("cut short")
+	}
+	size := binary.LittleEndian.Uint32(b)
+	if size > maxRecordBytes {
+		return nil, 0, fmt.Errorf("a record of %d bytes: garbled", size)
+	}
+	if len(b) < frameHeader+int(size) {
+		return nil, 0, errors.New("cut short")
+	}
+	rec = b[frameHeader : frameHeader+size]
+	if crc32.Checksum(rec, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
+		return nil, 0, errors.New("garbled: its checksum does not match")
+	}
+	return rec, frameHeader + int(size), nil
+}
+
+// repair removes the damaged parts of the folder's files: it cuts each
+// damaged segment back to its last whole frame, and removes a damaged
+// older record file, calling report with each first.
+func (f *folder) repair(report func(path string, err error)) error {
+	for _, d := range f.damaged {
+		if report != nil {
+			report(d.path, errors.New(d.where()))
+		}
+		if !strings.HasSuffix(d.path, segmentExt) || d.offset == 0 {
+			if err := os.Remove(d.path); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := os.Truncate(d.path, d.offset); err != nil {
+			return err
+		}
+	}
+	f.damaged = nil
+	return nil
+}
+
+// unitOf returns the unit a record is of, an error when it is of none of
+// spec's.
+func (s *Spec) unitOf(r *results.RunRecord) (int, error) {
+	si := slices.Index(s.Strategies, r.Strategy)
+	if r.Point < 0 || r.Point >= s.Points || si < 0 || r.Run < 0 || r.Run >= s.Runs {
+		return 0, fmt.Errorf("holds point %d, %s, run %d: not a run of this sweep", r.Point, r.Strategy, r.Run)
+	}
+	return (r.Point*len(s.Strategies)+si)*s.Runs + r.Run, nil
+}
+
+// segment is a segment file being written.
+type segment struct {
+	f    *os.File
+	w    *bufio.Writer
+	path string
+}
+
+// createSegment creates segment n in records, a folder.
+func createSegment(records string, n int) (*segment, error) {
+	path := filepath.Join(records, fmt.Sprintf("%s%06d%s", segmentPrefix, n, segmentExt))
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	s := &segment{f: f, w: bufio.NewWriterSize(f, 256<<10), path: path}
+	if _, err := s.w.WriteString(segmentMagic); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// encodeRecord encodes a record as a segment's frames hold it.
+func encodeRecord(r *results.RunRecord) ([]byte, error) {
+	var b bytes.Buffer
+	if err := results.WriteRecord(&b, r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// append appends a frame of rec, a record's encoding.
+func (s *segment) append(rec []byte) error {
+	var h [frameHeader]byte
+	binary.LittleEndian.PutUint32(h[:], uint32(len(rec)))
+	binary.LittleEndian.PutUint32(h[4:], crc32.Checksum(rec, castagnoli))
+	if _, err := s.w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := s.w.Write(rec)
+	return err
+}
+
+// close writes out what the segment holds, makes it durable and closes
+// it.
+func (s *segment) close() error {
+	err := s.w.Flush()
+	if err == nil {
+		err = s.f.Sync()
+	}
+	if cerr := s.f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("writing %s: %w", s.path, err)
+	}
+	return nil
+}
+
+// writeSegment writes recs, records' encodings, as segment n of records,
+// whole: a temporary file renamed into place once durable.
+func writeSegment(records string, n int, recs [][]byte) error {
+	name := fmt.Sprintf("%s%06d%s", segmentPrefix, n, segmentExt)
+	return results.WriteFile(filepath.Join(records, name), func(w io.Writer) error {
+		s := &segment{w: bufio.NewWriter(w)}
+		if _, err := s.w.WriteString(segmentMagic); err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			if err := s.append(rec); err != nil {
+				return err
+			}
+		}
+		return s.w.Flush()
+	})
+}
+
+// syncDir makes dir's entries durable: the names of the files created in
+// it.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
