@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -45,10 +47,88 @@ func BenchmarkServer(b *testing.B) {
 	}
 }
 
+// BenchmarkServerUnderWrk measures the test server with a real load
+// generator, wrk (keep-alive, loopback: Debian's package wrk), against a
+// bare net/http handler measured the same way, in turn, in the same
+// benchmark: each iteration is a 1 s wrk run at each, alternating. It
+// reports both mean rates and the median of the iterations' ratios,
+// server/bare. wrk's load is not Go's
+// client's: its requests cost the server more of the shared CPUs, and
+// show the server's own work more. It is skipped without wrk.
+func BenchmarkServerUnderWrk(b *testing.B) {
+	wrk, err := exec.LookPath("wrk")
+	if err != nil {
+		b.Skip("wrk is not installed (apt-get install wrk)")
+	}
+	sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
+	s, err := NewServer(sc, ServerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(""); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	}()
+	bare, stop := startBareHandler(b)
+	defer stop()
+	var server, floor float64
+	var ratios []float64
+	for b.Loop() {
+		sr, br := wrkRate(b, wrk, s.URL()), wrkRate(b, wrk, bare)
+		server, floor = server+sr, floor+br
+		ratios = append(ratios, sr/br)
+	}
+	if st := s.Stats(); st.Processed == 0 || st.ByOutcome["success"] != st.Attempts {
+		b.Fatalf("the server answered %d of %d attempts with a success", st.ByOutcome["success"], st.Attempts)
+	}
+	b.ReportMetric(server/float64(b.N), "server-req/s")
+	b.ReportMetric(floor/float64(b.N), "bare-req/s")
+	// The median of the pairs' ratios: a pair that the machine's other
+	// work slowed on one side only does not move it.
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "server/bare")
+}
+
+// wrkRate runs wrk for 1 s at url, 2 threads and 16 keep-alive
+// connections, POSTing as testdata/post.lua does, and returns the
+// requests per second it reports; an error answer fails the benchmark.
+func wrkRate(b *testing.B, wrk, url string) float64 {
+	out, err := exec.Command(wrk, "-t2", "-c16", "-d1s", "-s", "testdata/post.lua", url).CombinedOutput()
+	if err != nil {
+		b.Fatalf("wrk: %v\n%s", err, out)
+	}
+	if strings.Contains(string(out), "Non-2xx") || strings.Contains(string(out), "Socket errors") {
+		b.Fatalf("wrk saw errors:\n%s", out)
+	}
+	for line := range strings.Lines(string(out)) {
+		if rest, ok := strings.CutPrefix(line, "Requests/sec:"); ok {
+			rate, err := strconv.ParseFloat(strings.TrimSpace(rest), 64)
+			if err != nil {
+				b.Fatalf("wrk: %q: %v", line, err)
+			}
+			return rate
+		}
+	}
+	b.Fatalf("wrk gave no rate:\n%s", out)
+	return 0
+}
+
 // BenchmarkBareHandler measures a bare net/http handler (read the body,
 // answer 200) the same way as BenchmarkServer: the floor the test server
 // is compared with.
 func BenchmarkBareHandler(b *testing.B) {
+	url, stop := startBareHandler(b)
+	defer stop()
+	serverBenchLoop(b, url, false)
+}
+
+// startBareHandler starts a bare net/http handler (read the body, answer
+// 200) on loopback, and returns its URL and what stops it.
+func startBareHandler(b *testing.B) (string, func()) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -64,11 +144,10 @@ func BenchmarkBareHandler(b *testing.B) {
 		defer close(done)
 		_ = hs.Serve(ln)
 	}()
-	defer func() {
+	return "http://" + ln.Addr().String() + "/", func() {
 		_ = hs.Shutdown(context.Background())
 		<-done
-	}()
-	serverBenchLoop(b, "http://"+ln.Addr().String()+"/", false)
+	}
 }
 
 // serverBenchLoop POSTs to url from parallel clients sharing one

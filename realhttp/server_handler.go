@@ -46,7 +46,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	s.clockOnce.Do(func() { s.restartClock(false) }) // a handler served without Start
 	if !s.enter() {
 		w.Header().Set(ServerReasonHeader, serverReasonShutdown.String())
-		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		writeError(w, "shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	defer s.leave()
@@ -54,32 +54,28 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 	if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
 		if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			http.Error(w, "request body too large", http.StatusRequestEntityTooLarge)
+			writeError(w, "request body too large", http.StatusRequestEntityTooLarge)
 			return
 		}
 		closeConn(w) // too slow, or gone: no answer, which net/http would make a 200
 		return
 	}
 	_ = rc.SetReadDeadline(time.Time{}) // the server notices a client that goes away meanwhile
-	a := &serverAttempt{wall: time.Now(), key: r.Header.Get(serverKeyHeader)}
+	a := &serverAttempt{wall: time.Now(), key: headerValue(r.Header, serverKeyHeader)}
 	if len(a.key) > ServerMaxKeyLen {
 		s.badKeys.Add(1)
-		http.Error(w, fmt.Sprintf("Idempotency-Key longer than %d bytes", ServerMaxKeyLen), http.StatusBadRequest)
+		writeError(w, fmt.Sprintf("Idempotency-Key longer than %d bytes", ServerMaxKeyLen), http.StatusBadRequest)
 		return
 	}
-	if n, err := strconv.Atoi(r.Header.Get(serverAttemptHeader)); err == nil {
-		a.attempt = n
+	if n, ok := headerInt(r.Header, serverAttemptHeader); ok {
+		a.attempt = int(n)
 	}
-	if n, err := strconv.ParseInt(r.Header.Get(serverRequestHeader), 10, 64); err == nil {
-		a.request, a.hasRequest = n, true
-	}
-	if n, err := strconv.ParseInt(r.Header.Get(serverPlannedHeader), 10, 64); err == nil {
-		a.planned, a.hasPlanned = n, true
-	}
-	if n, err := strconv.ParseInt(r.Header.Get(serverOuterHeader), 10, 64); err == nil {
+	a.request, a.hasRequest = headerInt(r.Header, serverRequestHeader)
+	a.planned, a.hasPlanned = headerInt(r.Header, serverPlannedHeader)
+	if n, ok := headerInt(r.Header, serverOuterHeader); ok {
 		a.outer, a.hasOuter = time.Duration(n), true
 	}
-	if n, err := strconv.ParseInt(r.Header.Get(serverDeadlineHeader), 10, 64); err == nil {
+	if n, ok := headerInt(r.Header, serverDeadlineHeader); ok {
 		a.deadline, a.hasDeadline = time.Duration(n), true
 	}
 
@@ -179,6 +175,29 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	s.serve(w, r, ctx, a)
 }
 
+// headerValue returns the first value of header key in h, "" if none:
+// Header.Get without canonicalizing key, which is canonical already.
+func headerValue(h http.Header, key string) string {
+	if v := h[key]; len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+// headerInt returns the integer value of header key in h, and false when
+// it has none (absent, empty or not an integer).
+func headerInt(h http.Header, key string) (int64, bool) {
+	v := headerValue(h, key)
+	if v == "" {
+		return 0, false // parsing "" would make an error to throw away
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, false
+	}
+	return n, true
+}
+
 // serve processes attempt a, which holds a slot for its service time a.service.
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Context, a *serverAttempt) {
 	if s.srv.Idempotency && a.key != "" {
@@ -203,7 +222,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 			return
 		}
 	}
-	jobCtx, cancel := context.WithoutCancel(r.Context()), context.CancelFunc(func() {})
+	jobCtx, cancel := ctx, context.CancelFunc(func() {}) // ctx: r's, without its cancellation
 	if s.propagate.Load() && a.hasDeadline {
 		if s.now() >= a.deadline { // its caller has given up: drop it
 			s.endService()
@@ -417,6 +436,26 @@ func setPushback(h http.Header, hint *time.Duration) {
 }
 
 // serverBodies are the answers' bodies, by status.
+// plainText is the Content-Type of every answer of the server's own.
+var plainText = []string{"text/plain; charset=utf-8"}
+
+// serverReasonValues are the values of ServerReasonHeader, by reason.
+var serverReasonValues = func() (v [len(serverReasonNames)][]string) {
+	for i, name := range serverReasonNames {
+		v[i] = []string{name}
+	}
+	return v
+}()
+
+// serverBodyLengths are the Content-Lengths of serverBodies.
+var serverBodyLengths = func() map[int][]string {
+	m := map[int][]string{}
+	for status, body := range serverBodies {
+		m[status] = []string{strconv.Itoa(len(body))}
+	}
+	return m
+}()
+
 var serverBodies = map[int][]byte{
 	http.StatusOK:                 []byte("ok\n"),
 	http.StatusServiceUnavailable: []byte("unavailable\n"),
@@ -427,11 +466,12 @@ var serverBodies = map[int][]byte{
 func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, reason serverReason) {
 	body := serverBodies[status]
 	h := w.Header()
-	h.Set(ServerReasonHeader, reason.String())
-	h.Set("Content-Type", "text/plain; charset=utf-8")
-	h.Set("Content-Length", strconv.Itoa(len(body)))
-	// Time in the queue does not count against the write timeout.
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serverWriteSlack))
+	// Shared values, which net/http only reads: setting them allocates
+	// nothing.
+	h[ServerReasonHeader] = serverReasonValues[reason]
+	h["Content-Type"] = plainText
+	h["Content-Length"] = serverBodyLengths[status]
+	writeDeadline(w) // time in the queue does not count against it
 	w.WriteHeader(status)
 	_, _ = w.Write(body)
 	outcome := strategies.Success
@@ -442,6 +482,19 @@ func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, rea
 		outcome = strategies.ServerError
 	}
 	s.finish(a, outcome, reason)
+}
+
+// writeDeadline gives the answer to be written on w serverWriteSlack to
+// be written: a client that does not read it does not hold the handler.
+func writeDeadline(w http.ResponseWriter) {
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serverWriteSlack))
+}
+
+// writeError answers with an error of the server's own, as http.Error
+// does, within writeDeadline's time.
+func writeError(w http.ResponseWriter, msg string, status int) {
+	writeDeadline(w)
+	http.Error(w, msg, status)
 }
 
 // abort records attempt a with outcome and reason, then closes its
