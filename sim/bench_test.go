@@ -3,8 +3,10 @@ package sim
 import (
 	"context"
 	"runtime/debug"
+	"strconv"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -100,4 +102,94 @@ func BenchmarkSmallRuns(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
 		})
 	}
+}
+
+// BenchmarkScale runs scenarios/million.yaml at 1e6 and 1e7 requests,
+// its server scaled with them (concurrency requests/1000, queue
+// requests/100), one run on one core, and in the same benchmark the bare
+// baseline: a typed binary heap (heapQueue) doing as many holds as the
+// run took events, at as many pending events as the run has requests. It
+// reports the run's CPU time, its events per CPU second against the
+// heap's (herdlab/heap), its peak resident memory per request and the
+// memory estimate against it (estimate/peak). Peak RSS is the process's:
+// run one size per process for it (-bench Scale/1e7).
+func BenchmarkScale(b *testing.B) {
+	base, err := scenarios.Load("../scenarios/million.yaml")
+	require.NoError(b, err)
+	for _, n := range []int{1e6, 1e7} {
+		b.Run(sci(n), func(b *testing.B) {
+			sc, err := base.With(
+				scenarios.Setting{Path: "workload.requests", Value: strconv.Itoa(n)},
+				scenarios.Setting{Path: "server.concurrency", Value: strconv.Itoa(n / 1000)},
+				scenarios.Setting{Path: "server.queue", Value: strconv.Itoa(n / 100)},
+			)
+			require.NoError(b, err)
+			require.NoError(b, sc.Validate())
+			var cpu, heapCPU time.Duration
+			var events, holds int64
+			var peak int64
+			for b.Loop() {
+				b.StopTimer()
+				debug.FreeOSMemory()
+				b.StartTimer()
+				start := cpuTime()
+				res, err := Run(context.Background(), sc, Options{Parallel: 1})
+				require.NoError(b, err)
+				cpu += cpuTime() - start
+				ev := res.Runs[0].Events
+				events += ev
+				peak = max(peak, maxRSS())
+				res = nil
+				b.StopTimer()
+				debug.FreeOSMemory()
+				heapCPU += heapHolds(n, ev)
+				holds += ev
+				b.StartTimer()
+			}
+			runs := float64(b.N)
+			b.ReportMetric(cpu.Seconds()/runs, "cpu-s/run")
+			rate, heapRate := float64(events)/cpu.Seconds(), float64(holds)/heapCPU.Seconds()
+			b.ReportMetric(rate, "events/cpu-s")
+			b.ReportMetric(heapRate, "heap-holds/cpu-s")
+			b.ReportMetric(rate/heapRate, "herdlab/heap")
+			b.ReportMetric(float64(peak)/float64(n), "peak-B/request")
+			b.ReportMetric(float64(Estimate(sc, Options{Parallel: 1}).Memory())/float64(peak), "estimate/peak")
+		})
+	}
+}
+
+// heapHolds returns the CPU time of holds holds on a heapQueue of pending
+// events: pop the earliest, push it again later by a uniform draw of up
+// to a minute, as full jitter with a 60 s cap spreads retries.
+func heapHolds(pending int, holds int64) time.Duration {
+	incr := holdIncrements("unif60s", 1<<20, 11)
+	mask := len(incr) - 1
+	q := newHeapQueue()
+	for i := range pending {
+		q.push(incr[i&mask], 0, int32(i), 0)
+	}
+	start := cpuTime()
+	for i := range holds {
+		e, _ := q.pop()
+		q.push(e.at+incr[int(i)&mask], e.kind, e.a, e.b)
+	}
+	return cpuTime() - start
+}
+
+// cpuTime is the process's CPU time so far, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// maxRSS is the process's peak resident memory so far, in bytes.
+func maxRSS() int64 {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return ru.Maxrss * 1024
 }

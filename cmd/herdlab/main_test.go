@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
 )
 
 // herdlab runs the command line and returns its exit code and outputs.
@@ -27,6 +28,12 @@ func TestValidate(t *testing.T) {
 	assert.Contains(t, out, "../../scenarios/thundering-herd.yaml: ok\n  thundering-herd: 50,000 requests in a burst")
 	assert.Contains(t, out, "../../scenarios/testdata/valid/minimal.yaml: ok\n")
 	assert.Empty(t, errOut)
+	// thundering-herd's estimate (5 strategies, 1 run each, 2 at once on
+	// this machine or fewer): its memory line says so.
+	sc, err := scenarios.Load("../../scenarios/thundering-herd.yaml")
+	require.NoError(t, err)
+	assert.Contains(t, out, "  memory: "+memoryLine(sc)+"\n")
+	assert.Regexp(t, `memory: up to \d+ MB \(5 runs, \d at once: the estimate --max-memory checks\)`, out)
 }
 
 func TestValidateReportsEveryProblemWithExit2(t *testing.T) {

@@ -5,14 +5,17 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
 )
 
 var validateCmd = &command{
 	summary: `Check scenario files without running them.
 
-For each file, prints "FILE: ok" and a line describing what it will
-simulate, or every problem found, as FILE:LINE:COL: field.path: problem.
+For each file, prints "FILE: ok", a line describing what it will
+simulate and the most memory its runs will take, or every
+problem found, as FILE:LINE:COL: field.path: problem.
 Exits 2 when any file is invalid. Settings that lint calls errors (retries
 that never wait: HL009) are printed too; the file is valid, and runs
 within its event budget, but 'herdlab check' fails it.`,
@@ -39,9 +42,23 @@ within its event budget, but 'herdlab check' fails it.`,
 			}
 			if !quiet {
 				fmt.Fprintf(c.stdout, "%s: ok\n  %s: %s\n", file, s.Name, s.Describe())
+				fmt.Fprintf(c.stdout, "  memory: %s\n", memoryLine(s))
 			}
 			lintErrors(c, "validate", []*scenarios.Scenario{s})
 		}
 		return code
 	},
+}
+
+// memoryLine says what running s with herdlab run's defaults may take at
+// its peak: sim.Estimate, which --max-memory checks. It is an upper
+// bound (it counts every pending event a request may have), so the line
+// says "up to".
+func memoryLine(s *scenarios.Scenario) string {
+	n := sim.Estimate(s, sim.Options{})
+	runs := "runs"
+	if n.Runs == 1 {
+		runs = "run"
+	}
+	return fmt.Sprintf("up to %s (%d %s, %d at once: the estimate --max-memory checks)", results.Bytes(n.Memory()), n.Runs, runs, n.AtOnce)
 }
