@@ -50,7 +50,8 @@ func BenchmarkServer(b *testing.B) {
 // BenchmarkServerUnderWrk measures the test server with a real load
 // generator, wrk (keep-alive, loopback: Debian's package wrk), against a
 // bare net/http handler measured the same way, in turn, in the same
-// benchmark: each iteration is a 1 s wrk run at each, alternating. It
+// benchmark: each iteration is a 1 s wrk run at each, alternating, with
+// POSTs without a body (the driver's) and of a small body. It
 // reports both mean rates and the median of the iterations' ratios,
 // server/bare. wrk's load is not Go's
 // client's: its requests cost the server more of the shared CPUs, and
@@ -60,44 +61,51 @@ func BenchmarkServerUnderWrk(b *testing.B) {
 	if err != nil {
 		b.Skip("wrk is not installed (apt-get install wrk)")
 	}
-	sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
-	s, err := NewServer(sc, ServerOptions{})
-	if err != nil {
-		b.Fatal(err)
+	for _, c := range []struct{ name, script string }{
+		{"body=none", "testdata/post.lua"},    // the driver's attempts
+		{"body=2B", "testdata/post-body.lua"}, // a small JSON body
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
+			s, err := NewServer(sc, ServerOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Start(""); err != nil {
+				b.Fatal(err)
+			}
+			defer func() {
+				if err := s.Shutdown(context.Background()); err != nil {
+					b.Error(err)
+				}
+			}()
+			bare, stop := startBareHandler(b)
+			defer stop()
+			var server, floor float64
+			var ratios []float64
+			for b.Loop() {
+				sr, br := wrkRate(b, wrk, c.script, s.URL()), wrkRate(b, wrk, c.script, bare)
+				server, floor = server+sr, floor+br
+				ratios = append(ratios, sr/br)
+			}
+			if st := s.Stats(); st.Processed == 0 || st.ByOutcome["success"] != st.Attempts {
+				b.Fatalf("the server answered %d of %d attempts with a success", st.ByOutcome["success"], st.Attempts)
+			}
+			b.ReportMetric(server/float64(b.N), "server-req/s")
+			b.ReportMetric(floor/float64(b.N), "bare-req/s")
+			// The median of the pairs' ratios: a pair that the machine's
+			// other work slowed on one side only does not move it.
+			slices.Sort(ratios)
+			b.ReportMetric(ratios[len(ratios)/2], "server/bare")
+		})
 	}
-	if err := s.Start(""); err != nil {
-		b.Fatal(err)
-	}
-	defer func() {
-		if err := s.Shutdown(context.Background()); err != nil {
-			b.Error(err)
-		}
-	}()
-	bare, stop := startBareHandler(b)
-	defer stop()
-	var server, floor float64
-	var ratios []float64
-	for b.Loop() {
-		sr, br := wrkRate(b, wrk, s.URL()), wrkRate(b, wrk, bare)
-		server, floor = server+sr, floor+br
-		ratios = append(ratios, sr/br)
-	}
-	if st := s.Stats(); st.Processed == 0 || st.ByOutcome["success"] != st.Attempts {
-		b.Fatalf("the server answered %d of %d attempts with a success", st.ByOutcome["success"], st.Attempts)
-	}
-	b.ReportMetric(server/float64(b.N), "server-req/s")
-	b.ReportMetric(floor/float64(b.N), "bare-req/s")
-	// The median of the pairs' ratios: a pair that the machine's other
-	// work slowed on one side only does not move it.
-	slices.Sort(ratios)
-	b.ReportMetric(ratios[len(ratios)/2], "server/bare")
 }
 
 // wrkRate runs wrk for 1 s at url, 2 threads and 16 keep-alive
-// connections, POSTing as testdata/post.lua does, and returns the
+// connections, POSTing as script says, and returns the
 // requests per second it reports; an error answer fails the benchmark.
-func wrkRate(b *testing.B, wrk, url string) float64 {
-	out, err := exec.Command(wrk, "-t2", "-c16", "-d1s", "-s", "testdata/post.lua", url).CombinedOutput()
+func wrkRate(b *testing.B, wrk, script, url string) float64 {
+	out, err := exec.Command(wrk, "-t2", "-c16", "-d1s", "-s", script, url).CombinedOutput()
 	if err != nil {
 		b.Fatalf("wrk: %v\n%s", err, out)
 	}

@@ -1,5 +1,3 @@
--- wrk script for BenchmarkServerUnderWrk: POST a small JSON body, as the
--- real-HTTP driver does.
+-- wrk script for BenchmarkServerUnderWrk/body=none: a POST without a
+-- body, as the real-HTTP driver sends its attempts.
 wrk.method = "POST"
-wrk.body = "{}"
-wrk.headers["Content-Type"] = "application/json"
