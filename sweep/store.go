@@ -34,7 +34,7 @@ import (
 // frame.
 //
 // Folders written before segments hold a file a record, named by its
-// unit (Spec.recordFile); they are still read.
+// unit (p00000-s00-r0000.json); they are still read.
 const (
 	segmentMagic   = "herdlab records 1\n"
 	segmentPrefix  = "seg-"
