@@ -31,8 +31,8 @@ Writes into the output folder (default out/NAME/sweep/): sweep.csv (one row
 per point, strategy and run), sweep.json (figures per point and strategy),
 report.md (where each strategy stops recovering), and with one --vary a line
 chart of --metric, with two a heatmap per strategy. Points run in parallel;
-each run is kept in records/ as it finishes, so an interrupted sweep resumes
-when run again. --shard I/N runs a part of the runs only, for several
+each run is kept in records/ (written out as the sweep goes, all of them
+when it ends or is stopped), so an interrupted sweep resumes when run again. --shard I/N runs a part of the runs only, for several
 machines; 'herdlab merge' combines the shards' folders into the outputs of
 one unsharded sweep.`,
 	usage: "FILE.yaml [--vary PATH=VALUES]... [flags]",
