@@ -20,25 +20,13 @@ import (
 // work (admission, the scenario model, idempotency keys, metrics) and
 // net/http are measured. Compare with BenchmarkBareHandler.
 func BenchmarkServer(b *testing.B) {
-	sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
 	for _, keys := range []bool{false, true} {
 		name := "key=none"
 		if keys {
 			name = "key=unique"
 		}
 		b.Run(name, func(b *testing.B) {
-			s, err := NewServer(sc, ServerOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Start(""); err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := s.Shutdown(context.Background()); err != nil {
-					b.Error(err)
-				}
-			}()
+			s := startBenchServer(b)
 			serverBenchLoop(b, s.URL(), keys)
 			if st := s.Stats(); st.Processed < int64(b.N) {
 				b.Fatalf("processed %d of %d", st.Processed, b.N)
@@ -66,19 +54,7 @@ func BenchmarkServerUnderWrk(b *testing.B) {
 		{"body=2B", "testdata/post-body.lua"}, // a small JSON body
 	} {
 		b.Run(c.name, func(b *testing.B) {
-			sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
-			s, err := NewServer(sc, ServerOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			if err := s.Start(""); err != nil {
-				b.Fatal(err)
-			}
-			defer func() {
-				if err := s.Shutdown(context.Background()); err != nil {
-					b.Error(err)
-				}
-			}()
+			s := startBenchServer(b)
 			bare, stop := startBareHandler(b)
 			defer stop()
 			var server, floor float64
@@ -123,6 +99,26 @@ func wrkRate(b *testing.B, wrk, script, url string) float64 {
 	}
 	b.Fatalf("wrk gave no rate:\n%s", out)
 	return 0
+}
+
+// startBenchServer starts a test server of unlimited concurrency and no
+// service time on loopback, shut down when the benchmark ends: only its
+// own work and net/http's are measured.
+func startBenchServer(b *testing.B) *Server {
+	sc := serverTestScenario(b, "  concurrency: unlimited\n  service_time: {dist: uniform, min: 0s, max: 1ns}\n")
+	s, err := NewServer(sc, ServerOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Start(""); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := s.Shutdown(context.Background()); err != nil {
+			b.Error(err)
+		}
+	})
+	return s
 }
 
 // BenchmarkBareHandler measures a bare net/http handler (read the body,

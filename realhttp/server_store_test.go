@@ -310,24 +310,31 @@ func TestServerCapsConnections(t *testing.T) {
 }
 
 func TestServerBodyTimeout(t *testing.T) {
+	// A body that does not arrive within BodyTimeout, of an announced
+	// length or chunked, gets no answer, and no 200.
 	serverTestLeaks(t)
 	sc := serverTestScenario(t, "  service_time: 1ms\n")
 	s := serverTestStart(t, sc, ServerOptions{BodyTimeout: 100 * time.Millisecond})
-	conn, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer conn.Close()
-	start := time.Now()
-	_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
-	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	answer, err := io.ReadAll(conn)
-	took := time.Since(start)
-	assert.Empty(t, answer, "no answer, and no 200, to a body that never comes")
-	if err != nil {
-		assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by the server, not by the test's deadline")
+	for _, head := range []string{
+		"Content-Length: 10\r\n\r\n{",
+		"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n",
+	} {
+		conn, err := net.Dial("tcp", s.Addr())
+		require.NoError(t, err)
+		defer conn.Close()
+		start := time.Now()
+		_, err = fmt.Fprintf(conn, "POST / HTTP/1.1\r\nHost: x\r\n%s", head)
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
+		answer, err := io.ReadAll(conn)
+		took := time.Since(start)
+		assert.Empty(t, answer, "no answer, and no 200, to a body that never comes: %q", head)
+		if err != nil {
+			assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by the server, not by the test's deadline")
+		}
+		assert.GreaterOrEqual(t, took, 90*time.Millisecond)
+		assert.Less(t, took, 3*time.Second)
 	}
-	assert.GreaterOrEqual(t, took, 90*time.Millisecond)
-	assert.Less(t, took, 3*time.Second)
 	assert.Zero(t, s.Stats().Attempts, "not an attempt")
 }
 

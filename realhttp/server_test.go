@@ -12,7 +12,6 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -868,35 +867,21 @@ func TestServerPushback(t *testing.T) {
 	assert.Equal(t, "-1", resp.Header.Get(PushbackHeader), "do not retry")
 }
 
-func TestServerBodyTimeoutChunkedAndNone(t *testing.T) {
-	// A chunked body, of no announced length, is read within BodyTimeout
-	// too: one that stalls gets no answer. A request without a body
-	// (Content-Length 0, as the driver sends) is answered at once.
+func TestServerAnswersARequestWithoutABody(t *testing.T) {
+	// A request without a body (Content-Length 0, as the driver sends)
+	// has no body to wait for, and is answered at once, BodyTimeout or
+	// not. (TestServerBodyTimeout: one whose body stalls is not.)
 	serverTestLeaks(t)
 	sc := serverTestScenario(t, "  service_time: 1ms\n")
 	s := serverTestStart(t, sc, ServerOptions{BodyTimeout: 100 * time.Millisecond})
 	conn, err := net.Dial("tcp", s.Addr())
 	require.NoError(t, err)
 	defer conn.Close()
-	start := time.Now()
-	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n")
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
 	require.NoError(t, err)
-	require.NoError(t, conn.SetReadDeadline(time.Now().Add(5*time.Second)))
-	got, err := io.ReadAll(conn)
-	assert.Empty(t, got, "no answer to a chunked body that stalls")
-	if err != nil {
-		assert.NotErrorIs(t, err, os.ErrDeadlineExceeded, "closed by the server, not by the test's deadline")
-	}
-	assert.Less(t, time.Since(start), 3*time.Second)
-
-	conn2, err := net.Dial("tcp", s.Addr())
-	require.NoError(t, err)
-	defer conn2.Close()
-	_, err = io.WriteString(conn2, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(conn2), nil)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
-	assert.Equal(t, int64(1), s.Stats().Attempts, "the request without a body only")
+	assert.Equal(t, int64(1), s.Stats().Attempts)
 }
