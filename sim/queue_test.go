@@ -172,12 +172,18 @@ func (d *diffRun) pop() bool {
 	return wok
 }
 
-// check compares len and peekTime.
+// check compares len and peekTime, and the wheel's earliest (which fit
+// takes for the base of a re-bucketing) before peekTime turns it.
 func (d *diffRun) check() {
 	d.t.Helper()
 	wantAt, wok := d.qs[0].peekTime()
 	wantLen := d.qs[0].len()
 	for i, q := range d.qs[1:] {
+		if w, ok := q.(*wheelQueue); ok && wok {
+			if at := w.earliest(); at != wantAt {
+				d.t.Fatalf("after pop %d: %s.earliest() = %v; ref peekTime = %v", d.pops, d.names[i+1], at, wantAt)
+			}
+		}
 		if at, ok := q.peekTime(); at != wantAt || ok != wok {
 			d.t.Fatalf("after pop %d: %s.peekTime() = %v, %v; ref = %v, %v", d.pops, d.names[i+1], at, ok, wantAt, wok)
 		}

@@ -3,6 +3,7 @@ package sim
 import (
 	"math"
 	"time"
+	"unsafe"
 
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
@@ -51,6 +52,15 @@ func (r *ring) push(a, b int32) {
 	j := (r.head + 2*r.size) % len(r.buf)
 	r.buf[j], r.buf[j+1] = a, b
 	r.size++
+}
+
+// peek returns the request of the pair pop returns next; ok is false
+// when the ring is empty.
+func (r *ring) peek() (a int32, ok bool) {
+	if r.size == 0 {
+		return 0, false
+	}
+	return r.buf[r.head], true
 }
 
 func (r *ring) pop() (a, b int32) {
@@ -252,6 +262,10 @@ func (w *world) startQueued() {
 	for w.queue.len() > 0 && w.busy < w.capacity() {
 		w.queueChange()
 		i, tag := w.queue.pop()
+		if next, ok := w.queue.peek(); ok {
+			// Waiting, it has left the cache; it is served next.
+			prefetch(unsafe.Pointer(&w.reqs[next]))
+		}
 		w.dequeued(i)
 		w.serve(i, tag)
 	}
