@@ -96,7 +96,7 @@ name: eight
 server:
   concurrency: 200
   outages: [{start: 0s, duration: 30s}]
-workload: {requests: 300000}
+workload: {requests: 500000}
 strategies:
   - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 60s}, max_attempts: 10}
 `)
@@ -112,4 +112,9 @@ strategies:
 	one, eight := peak(1), peak(8)
 	t.Logf("peak heap: 1 run %.1f MB, 8 runs %.1f MB", float64(one)/1e6, float64(eight)/1e6)
 	assert.Less(t, float64(eight), 1.3*float64(one), "8 runs peak within 1.3x of one")
+	// Its waiting room holds twice as many attempts as there are
+	// requests: those that timed out stay queued beside their retries.
+	sc.Runs = 1
+	n := Estimate(sc, Options{})
+	assert.GreaterOrEqual(t, n.PerRun+n.Kept, one, "the estimate covers the run")
 }
