@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"time"
+	"unsafe"
 )
 
 // event is one scheduled happening: 32 bytes.
@@ -510,7 +511,13 @@ func (q *wheelQueue) add(l *wheelList, used *uint64, i int, free *int32) *event 
 		q.addChunk(l, used, i, free)
 	}
 	l.tailN++
-	return &q.chunk(l.tail).ev[l.tailN-1]
+	ch := q.chunk(l.tail)
+	if n := l.tailN; n < wheelChunkLen && n&1 == 1 {
+		// The list's next event starts a cache line; left since the
+		// chunk was taken, it has likely left the cache.
+		prefetch(unsafe.Pointer(&ch.ev[n]))
+	}
+	return &ch.ev[l.tailN-1]
 }
 
 // addChunk appends an empty chunk to list l (see add).
