@@ -171,7 +171,7 @@ func heapHolds(pending int, holds int64) time.Duration {
 	start := cpuTime()
 	for i := range holds {
 		e, _ := q.pop()
-		q.push(e.at+incr[int(i)&mask], e.kind, e.a, e.b)
+		q.push(e.at+incr[int(i)&mask], e.kind(), e.a, e.b)
 	}
 	return cpuTime() - start
 }

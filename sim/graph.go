@@ -164,7 +164,7 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 }
 
 func (g *graph) handle(e event) {
-	switch e.kind {
+	switch e.kind() {
 	case gArrival:
 		g.fleet.arrive(g, e.a)
 	case gTry:
@@ -220,7 +220,7 @@ func (g *graph) handle(e event) {
 		g.run.Backlog = &backlog
 		g.run.GaveUpInOutage = int64(g.fleet.dead)
 	default:
-		g.response(e.a, e.b, strategies.Outcome(e.kind-gResponse))
+		g.response(e.a, e.b, strategies.Outcome(e.kind()-gResponse))
 	}
 }
 

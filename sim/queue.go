@@ -9,18 +9,32 @@ import (
 	"unsafe"
 )
 
-// event is one scheduled happening: 32 bytes.
+// event is one scheduled happening: 24 bytes.
 type event struct {
-	at   time.Duration // virtual time since the start of the run
-	seq  uint64        // assigned by push: FIFO among equal times
-	kind uint8         // what happens (the engine's enum)
-	a, b int32         // payload: e.g. a request index and an attempt tag
+	at time.Duration // virtual time since the start of the run
+	// sk is the sequence number push assigned, FIFO among equal times,
+	// shifted left by 8, and the kind of event (the engine's enum) in
+	// the low byte: as sequence numbers differ, sk orders as they do.
+	sk   uint64
+	a, b int32 // payload: e.g. a request index and an attempt tag
 }
+
+// newEvent returns the event of kind at time at with sequence number seq
+// (below 2^56) and payload a, b.
+func newEvent(at time.Duration, seq uint64, kind uint8, a, b int32) event {
+	return event{at: at, sk: seq<<8 | uint64(kind), a: a, b: b}
+}
+
+// kind returns what happens.
+func (e *event) kind() uint8 { return uint8(e.sk) }
+
+// seq returns the sequence number push assigned.
+func (e *event) seq() uint64 { return e.sk >> 8 }
 
 // eventBefore reports whether x pops before y: the earlier time first, and
 // among equal times the lower sequence number (the earlier push).
 func eventBefore(x, y *event) bool {
-	return x.at < y.at || (x.at == y.at && x.seq < y.seq)
+	return x.at < y.at || (x.at == y.at && x.sk < y.sk)
 }
 
 // eventCmp is eventBefore as a three-way comparison, for slices.SortFunc.
@@ -73,7 +87,7 @@ func (q *heapQueue) push(at time.Duration, kind uint8, a, b int32) {
 		i = p
 	}
 	e := &h[i]
-	e.at, e.seq, e.kind, e.a, e.b = at, q.seq, kind, a, b
+	e.at, e.sk, e.a, e.b = at, q.seq<<8|uint64(kind), a, b
 	q.seq++
 }
 
@@ -196,8 +210,8 @@ const (
 	wheelMinRingBits = 6
 	wheelMaxRingBits = 16
 	// wheelChunkLen is the number of events in one chunk of a list: a chunk
-	// is 1 KiB, and no event straddles two cache lines.
-	wheelChunkLen = 31
+	// is 1 KiB.
+	wheelChunkLen = 42
 	// Chunks are allocated in blocks of 2^wheelBlockBits, never moved.
 	wheelBlockBits = 6
 	wheelBlockLen  = 1 << wheelBlockBits
@@ -212,8 +226,9 @@ const (
 // are linked through next, a chunk number (see wheelQueue.chunk); 0 ends it.
 type wheelChunk struct {
 	next int32
-	_    [28]byte // ev[0] shares next's cache line
+	_    [4]byte
 	ev   [wheelChunkLen]event
+	_    [8]byte
 }
 
 // wheelList is a slot or a page: a list of chunks in push order, all full
@@ -365,9 +380,9 @@ func (q *wheelQueue) push(at time.Duration, kind uint8, a, b int32) {
 	// Writing the fields in place, rather than copying an event built on
 	// the stack, spares a store-forwarding stall.
 	if dst := q.reserve(at); dst != nil {
-		dst.at, dst.seq, dst.kind, dst.a, dst.b = at, q.seq, kind, a, b
+		dst.at, dst.sk, dst.a, dst.b = at, q.seq<<8|uint64(kind), a, b
 	} else {
-		q.placeNear(event{at: at, seq: q.seq, kind: kind, a: a, b: b})
+		q.placeNear(newEvent(at, q.seq, kind, a, b))
 	}
 	q.seq++
 	q.n++
@@ -512,10 +527,15 @@ func (q *wheelQueue) add(l *wheelList, used *uint64, i int, free *int32) *event 
 	}
 	l.tailN++
 	ch := q.chunk(l.tail)
-	if n := l.tailN; n < wheelChunkLen && n&1 == 1 {
-		// The list's next event starts a cache line; left since the
-		// chunk was taken, it has likely left the cache.
-		prefetch(unsafe.Pointer(&ch.ev[n]))
+	if n := l.tailN; n < wheelChunkLen {
+		// If the list's next event ends in a cache line this one does not
+		// reach, fetch it: left since the chunk was taken, it has likely
+		// left the cache.
+		const size = unsafe.Sizeof(event{})
+		end := unsafe.Offsetof(ch.ev) + uintptr(n+1)*size - 1
+		if end/64 != (end-size)/64 {
+			prefetch(unsafe.Add(unsafe.Pointer(ch), end))
+		}
 	}
 	return &ch.ev[l.tailN-1]
 }

@@ -51,13 +51,13 @@ func hold(b *testing.B, q holdQueue, pending, warm int, incr []time.Duration) {
 	i := 0
 	for range warm {
 		e, _ := q.pop()
-		q.push(e.at+incr[i&mask], e.kind, e.a, e.b)
+		q.push(e.at+incr[i&mask], e.kind(), e.a, e.b)
 		i++
 	}
 	b.ReportAllocs()
 	for b.Loop() {
 		e, _ := q.pop()
-		q.push(e.at+incr[i&mask], e.kind, e.a, e.b)
+		q.push(e.at+incr[i&mask], e.kind(), e.a, e.b)
 		i++
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
@@ -82,7 +82,7 @@ func (h *boxedHeap) Pop() any {
 }
 
 func (h *boxedHeap) push(at time.Duration, kind uint8, a, b int32) {
-	heap.Push(h, event{at: at, seq: h.seq, kind: kind, a: a, b: b})
+	heap.Push(h, newEvent(at, h.seq, kind, a, b))
 	h.seq++
 }
 

@@ -48,7 +48,7 @@ type refQueue struct {
 }
 
 func (r *refQueue) push(at time.Duration, kind uint8, a, b int32) {
-	r.tail = append(r.tail, event{at: at, seq: r.seq, kind: kind, a: a, b: b})
+	r.tail = append(r.tail, newEvent(at, r.seq, kind, a, b))
 	r.seq++
 	if len(r.tail)*len(r.tail) > max(len(r.sorted), 1<<12) {
 		r.settle()
@@ -464,7 +464,7 @@ func TestQueueEdgeCases(t *testing.T) {
 					e, ok := q.pop()
 					require.Equal(t, s.wantOK, ok, "step %d: pop ok", i)
 					if ok {
-						assert.Equal(t, event{at: s.wantAt, seq: uint64(s.wantA), kind: 7, a: s.wantA, b: -s.wantA}, e, "step %d: pop", i)
+						assert.Equal(t, newEvent(s.wantAt, uint64(s.wantA), 7, s.wantA, -s.wantA), e, "step %d: pop", i)
 					} else {
 						assert.Zero(t, e, "step %d: pop of empty", i)
 					}
@@ -480,7 +480,12 @@ func TestQueueEdgeCases(t *testing.T) {
 }
 
 func TestQueueEventSize(t *testing.T) {
-	assert.LessOrEqual(t, unsafe.Sizeof(event{}), uintptr(32))
+	assert.Equal(t, uintptr(24), unsafe.Sizeof(event{}))
+	assert.Equal(t, uintptr(1024), unsafe.Sizeof(wheelChunk{}), "a chunk is 1 KiB")
+	e := newEvent(5, 1<<55, 255, -1, 2)
+	assert.Equal(t, uint64(1<<55), e.seq())
+	assert.Equal(t, uint8(255), e.kind())
+	assert.True(t, eventBefore(&e, &event{at: 5, sk: (1<<55 + 1) << 8}), "a later push with a lower kind sorts after")
 }
 
 // holdIncrements returns n increments drawn from dist ("exp1s": exponential
@@ -517,7 +522,7 @@ func TestQueueNoAllocs(t *testing.T) {
 			i := 0
 			step := func() {
 				e, _ := q.pop()
-				q.push(e.at+incr[i&(len(incr)-1)], e.kind, e.a, e.b)
+				q.push(e.at+incr[i&(len(incr)-1)], e.kind(), e.a, e.b)
 				i++
 			}
 			for range 200_000 { // reach the steady state
@@ -589,7 +594,7 @@ func TestQueueWheelRunBounded(t *testing.T) {
 	for range 1_000_000 {
 		e, ok := q.pop()
 		require.True(t, ok)
-		q.push(e.at, e.kind, e.a, e.b)
+		q.push(e.at, e.kind(), e.a, e.b)
 	}
 	assert.Equal(t, pending, q.len())
 	assert.LessOrEqual(t, cap(q.run), 4*pending)

@@ -351,7 +351,7 @@ func (w *world) sample() {
 }
 
 func (w *world) handle(e event) {
-	switch e.kind {
+	switch e.kind() {
 	case evArrival:
 		w.arrive(e.a)
 	case evTry:
@@ -397,7 +397,7 @@ func (w *world) handle(e event) {
 		w.run.Backlog = &backlog
 		w.run.GaveUpInOutage = int64(len(w.dlq))
 	default:
-		w.response(e.a, e.b, strategies.Outcome(e.kind-evResponse))
+		w.response(e.a, e.b, strategies.Outcome(e.kind()-evResponse))
 	}
 }
 
