@@ -483,7 +483,7 @@ func TestQueueEventSize(t *testing.T) {
 	assert.Equal(t, uintptr(24), unsafe.Sizeof(event{}))
 	assert.Equal(t, uintptr(1024), unsafe.Sizeof(wheelChunk{}), "a chunk is 1 KiB")
 	e := newEvent(5, 1<<55, 255, -1, 2)
-	assert.Equal(t, uint64(1<<55), e.seq())
+	assert.Equal(t, uint64(1<<55), e.sk>>8, "the sequence number")
 	assert.Equal(t, uint8(255), e.kind())
 	assert.True(t, eventBefore(&e, &event{at: 5, sk: (1<<55 + 1) << 8}), "a later push with a lower kind sorts after")
 }
