@@ -63,7 +63,7 @@ const MaxRows = 5_000_000
 // in their slot's list and in the sorted run, which grows by appending:
 // lockstepEvents more. Each request in service holds one more event, its
 // end of service.
-// Measured, this estimate is 1.16x the peak resident memory of herdlab
+// Measured, this estimate is 1.17x the peak resident memory of herdlab
 // run of the million scenario scaled to 10^7 requests, and 1.33x at 10^6
 // (where its requests take less); and it covers every shipped
 // scenario's heap (TestEstimateCoversTheRuns).
