@@ -431,20 +431,48 @@ func (q *wheelQueue) upcoming() ([]event, uint64) {
 // slot of the current page, after the run being served: those the run
 // after this one starts with. Like upcoming, it is only a hint.
 func (q *wheelQueue) following() []event {
-	start := int((q.cur + 1) & wheelPageMask)
-	if start == 0 {
+	if (q.cur+1)&wheelPageMask == 0 {
 		return nil // the next slot is on another page
 	}
+	i, _, ok := q.nextSlot()
+	if !ok {
+		return nil
+	}
+	return q.spread[q.spreadOff[i]:q.spreadOff[i+1]]
+}
+
+// nextSlot returns the next occupied slot of the current page after cur,
+// and the empty bitmap words it passed; ok is false when there is none.
+func (q *wheelQueue) nextSlot() (i, scanned int, ok bool) {
+	start := int((q.cur + 1) & wheelPageMask)
 	w := start >> 6
 	word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
 	for word == 0 {
 		if w++; w == len(q.slotsUsed) {
-			return nil
+			return 0, scanned, false
 		}
 		word = q.slotsUsed[w]
+		scanned++
 	}
-	i := w<<6 + bits.TrailingZeros64(word)
-	return q.spread[q.spreadOff[i]:q.spreadOff[i+1]]
+	return w<<6 + bits.TrailingZeros64(word), scanned, true
+}
+
+// nextPage returns the ring's index of the next occupied page after the
+// current one, and the empty bitmap words it passed. The ring must not be
+// empty.
+func (q *wheelQueue) nextPage() (i, scanned int) {
+	start := int((q.page + 1) & q.ringMask)
+	w := start >> 6
+	word := q.ringUsed[w] &^ (1<<(start&63) - 1)
+	last := len(q.ringUsed) - 1 // a power of two minus one
+	for word == 0 {
+		// Wrapping round to the start word sees its low bits: the far end
+		// of the ring.
+		w = (w + 1) & last
+		word = q.ringUsed[w]
+		scanned++
+	}
+	return w<<6 + bits.TrailingZeros64(word), scanned
 }
 
 // peekTime returns the time of the next event; ok is false when the queue
@@ -638,16 +666,9 @@ func (q *wheelQueue) advance() bool {
 	for q.inSlots == 0 {
 		q.turnPage()
 	}
-	// The next occupied slot of the page.
-	start := int((q.cur + 1) & wheelPageMask)
-	w := start >> 6
-	word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
-	for word == 0 {
-		w++
-		word = q.slotsUsed[w]
-		q.winScanned++
-	}
-	i := w<<6 + bits.TrailingZeros64(word)
+	// The next occupied slot of the page: there is one, as inSlots > 0.
+	i, scanned, _ := q.nextSlot()
+	q.winScanned += scanned
 	q.cur = q.page<<wheelPageBits + int64(i)
 
 	// Load it into run.
@@ -685,19 +706,9 @@ func (q *wheelQueue) turnPage() {
 		q.migrate()
 		return
 	}
-	start := int((q.page + 1) & q.ringMask)
-	w := start >> 6
-	word := q.ringUsed[w] &^ (1<<(start&63) - 1)
-	last := len(q.ringUsed) - 1 // a power of two minus one
-	for word == 0 {
-		// Wrapping round to the start word sees its low bits: the far end
-		// of the ring.
-		w = (w + 1) & last
-		word = q.ringUsed[w]
-		q.winScanned++
-	}
-	i := w<<6 + bits.TrailingZeros64(word)
-	q.page += 1 + int64(i-start)&q.ringMask
+	i, scanned := q.nextPage()
+	q.winScanned += scanned
+	q.page += 1 + (int64(i)-q.page-1)&q.ringMask
 	q.cur = q.page<<wheelPageBits - 1
 
 	// Spread the page into the slots: a counting sort into spread.
@@ -882,28 +893,15 @@ func (q *wheelQueue) earliest() time.Duration {
 	}
 	var l *wheelList
 	switch {
-	case q.inSlots > 0: // then cur is not the page's last slot
-		start := int((q.cur + 1) & wheelPageMask)
-		w := start >> 6
-		word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
-		for word == 0 {
-			w++
-			word = q.slotsUsed[w]
-		}
-		i := w<<6 + bits.TrailingZeros64(word)
+	case q.inSlots > 0:
+		i, _, _ := q.nextSlot()
 		for _, e := range q.spread[q.spreadOff[i]:q.spreadOff[i+1]] {
 			at = min(at, e.at)
 		}
 		l = &q.slots[i]
 	case q.inRing > 0:
-		start := int((q.page + 1) & q.ringMask)
-		w := start >> 6
-		word := q.ringUsed[w] &^ (1<<(start&63) - 1)
-		for word == 0 {
-			w = (w + 1) & (len(q.ringUsed) - 1)
-			word = q.ringUsed[w]
-		}
-		l = &q.ring[w<<6+bits.TrailingZeros64(word)]
+		i, _ := q.nextPage()
+		l = &q.ring[i]
 	default:
 		return q.overflow.items[0].at
 	}

@@ -547,6 +547,8 @@ func TestQueueWheelAdapts(t *testing.T) {
 		{"unif60s", 1_000},
 		{"unif60s", 100_000},
 		{"unif1s", 100_000},
+		{"unif60s", 500_000}, // fit samples every 7th event
+		{"exp1s", 500_000},
 		{"exp1h", 1_000},
 		{"exp1h", 20},
 	}
@@ -598,4 +600,32 @@ func TestQueueWheelRunBounded(t *testing.T) {
 	}
 	assert.Equal(t, pending, q.len())
 	assert.LessOrEqual(t, cap(q.run), 4*pending)
+}
+
+// TestQueueFit checks fit's measures of the pending events, measured in
+// full and, past fitSample events, on a sample: a slot width that puts
+// about wheelTarget events in a slot, the exact earliest time, and a span
+// that covers the events.
+func TestQueueFit(t *testing.T) {
+	for _, n := range []int{5_000, 500_000} {
+		t.Run(fmt.Sprint(n), func(t *testing.T) {
+			r := rand.New(rand.NewPCG(uint64(n), 5))
+			q := newWheelQueue()
+			const start, span = time.Second, 60 * time.Second
+			earliest := time.Duration(math.MaxInt64)
+			for range n {
+				at := start + uniformDur(r, span)
+				earliest = min(earliest, at)
+				q.push(at, 0, 0, 0)
+			}
+			shift, spanBits, base := q.fit()
+			perSlot := float64(n) / float64(span) * float64(int64(1)<<shift)
+			t.Logf("slot 2^%d ns: %.1f events a slot; span 2^%d ns", shift, perSlot, spanBits)
+			assert.GreaterOrEqual(t, perSlot, wheelTarget/2.0, "events a slot")
+			assert.LessOrEqual(t, perSlot, 2.0*wheelTarget, "events a slot")
+			assert.Equal(t, earliest, base)
+			assert.GreaterOrEqual(t, time.Duration(1)<<spanBits, span*999/1000, "the span covers the events")
+			assert.Less(t, time.Duration(1)<<spanBits, 2*span, "the span is the least power of two")
+		})
+	}
 }
