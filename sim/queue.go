@@ -260,11 +260,15 @@ type wheelList struct{ head, tail, tailN int32 }
 // 4x), wheelQueue looks at the work they took: distinct times per loaded
 // slot, events migrated from overflow, bitmap words scanned. When that
 // shows a poor fit, it picks a slot width that brings the slots to about
-// wheelTarget distinct times, and a ring that covers 99.9% of the pending
-// events (with no more pages than events), and re-buckets everything.
-// (Covering 95%, at 10^7 requests the retries drifting later as their
-// backoff grew kept 14% of the events in overflow, whose pops then took
-// an eighth of the run.) A re-bucketing costs O(len) and is
+// wheelTarget distinct times, and a ring four times as long as the span
+// that holds 99.9% of the pending events (with no more pages than
+// events), and re-buckets everything. (Covering 95%, at 10^7 requests the
+// retries drifting later as their backoff grew kept 14% of the events in
+// overflow, whose pops then took an eighth of the run; covering 99.9%
+// exactly, the retries of the events pending, pushed up to a backoff
+// beyond them, filled overflow with a million events, whose heap, grown
+// by appending, left 130 MB of garbage at the run's peak.) A
+// re-bucketing costs O(len) and is
 // allowed only once per len/2 pushes and pops (up to 16 times that after
 // looks that changed nothing), so it is amortized O(1).
 //
@@ -786,9 +790,10 @@ func (q *wheelQueue) check() {
 		d := int(math.Round(math.Log2(wheelTarget / perSlot)))
 		shift = uint(min(max(int(q.shift)+d, 0), 62-wheelPageBits))
 	}
-	// No more pages than pending events: a ring stretched to reach a few
-	// far events (a replay hours away) would be mostly empty.
-	ringBits := uint(min(max(min(spanBits-int(shift)-wheelPageBits, bits.Len(uint(q.n))), wheelMinRingBits), wheelMaxRingBits))
+	// Four times the span of the pending events, for the retries they
+	// push later; no more pages than pending events: a ring stretched to
+	// reach a few far events (a replay hours away) would be mostly empty.
+	ringBits := uint(min(max(min(spanBits+2-int(shift)-wheelPageBits, bits.Len(uint(q.n))), wheelMinRingBits), wheelMaxRingBits))
 	q.rebuildOps, q.nRebuild = q.ops(), q.n
 	if shift == q.shift && absDiff(ringBits, q.ringBits) <= 1 {
 		q.backoff = min(q.backoff+1, 4)

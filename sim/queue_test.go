@@ -629,3 +629,32 @@ func TestQueueFit(t *testing.T) {
 		})
 	}
 }
+
+// TestQueueRingHoldsTheRetries checks that the ring reaches past the
+// pending events, to where their retries land: a burst retried with full
+// jitter, its backoff doubling, pushes each event up to twice as far as
+// the last. With a ring fitted to the pending events alone, a tenth of
+// them waited in the overflow heap, whose growth by appending left
+// garbage at the run's peak.
+func TestQueueRingHoldsTheRetries(t *testing.T) {
+	const pending = 200_000
+	r := rand.New(rand.NewPCG(1, 2))
+	q := newWheelQueue()
+	for i := range pending {
+		q.push(time.Duration(r.Int64N(int64(time.Second))), 0, int32(i), 0)
+	}
+	most := 0
+	for {
+		e, ok := q.pop()
+		if !ok {
+			break
+		}
+		if k := e.b + 1; k < 10 {
+			wait := min(time.Second<<k, time.Minute)
+			q.push(e.at+time.Duration(r.Int64N(int64(wait))), 0, e.a, k)
+		}
+		most = max(most, len(q.overflow.items))
+	}
+	t.Logf("%d rebuilds; at most %d events in overflow", q.rebuilds, most)
+	assert.Less(t, most, pending/50, "events in overflow at once")
+}
