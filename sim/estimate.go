@@ -55,29 +55,30 @@ const MaxRows = 5_000_000
 
 // The sizes the estimate counts, per request.
 //
-// On a single server, a request has two events pending at most times:
-// its next one (a try, an arrival, an answer) and its timeout or its end
-// of service. Each takes listedEventBytes in the timing wheel's lists.
-// Where retries come back at the same instant (a burst retried without
-// jitter), the herd's events are held twice as its instant is served,
-// in their slot's list and in the sorted run, which grows by appending:
-// lockstepEvents more. Each request in service holds one more event, its
-// end of service.
-// Measured, this estimate is 1.17x the peak resident memory of herdlab
-// run of the million scenario scaled to 10^7 requests, and 1.33x at 10^6
-// (where its requests take less); and it covers every shipped
-// scenario's heap (TestEstimateCoversTheRuns).
+// On a single server, a request has one event pending at most times: its
+// next (a try, an answer, its timeout while it waits in the queue); one
+// whose attempt travels the network with a timeout running has two, as
+// has one being hedged. Each takes listedEventBytes in the timing wheel's
+// lists. Where retries come back at the same instant (a burst retried
+// without jitter), the herd's events are held twice as its instant is
+// served, in their slot's list and in the sorted run, which grows by
+// appending: lockstepEvents more. Each request in service holds one more
+// event, its end of service.
+// Measured, this estimate is 1.06x the peak resident memory of herdlab
+// run of the million scenario scaled to 10^7 requests, and 1.32x at 10^6
+// (where the program's own memory counts more); and it covers every
+// shipped scenario's heap (TestEstimateCoversTheRuns).
 //
-// A graph's calls are counted with eventBytes, three events' worth, for
-// the slack of the event list and the garbage collector's headroom:
-// about 2x their live heap.
+// A graph's calls are counted with eventsPerCall of eventBytes, three
+// events' worth, for the slack of the event list and the garbage
+// collector's headroom: about 2x their live heap.
 const (
 	eventBytes = 3 * int64(unsafe.Sizeof(event{}))
 	// listedEventBytes is an event's share of its chunk (24 B), and 10%
 	// for chunks partly filled and for the slices of events that grow by
 	// appending.
 	listedEventBytes = int64(unsafe.Sizeof(wheelChunk{})/wheelChunkLen) * 11 / 10
-	eventsPerReq     = 2
+	eventsPerCall    = 2
 	lockstepEvents   = 3
 	// queueEntryBytes is a request's entry in the server's waiting room,
 	// a ring of 8 B that doubles as it grows. A request may wait there
@@ -121,14 +122,18 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		estimateGraph(sc, &n, reqs, growth, opts.MaxEvents)
 		return n.total()
 	}
-	events := int64(eventsPerReq)
+	events, lock := int64(1), int64(0)
+	travels := !newSampler(sc.Network.Latency).zero() || sc.Server.Model == scenarios.ModelOCC
 	waiting := 1.0 // attempts of a request in the waiting room at once
 	var extras []string
-	anyBreaker, anySenders, anyHedge, anyExt := false, false, false, false
+	anyBreaker, anySenders, anyHedge, anyExt, anyMemory := false, false, false, false, false
 	for _, st := range sc.Strategies {
 		p := st.Policy()
+		if p.Timeout > 0 && travels || p.Hedge != nil {
+			events = 2
+		}
 		if lockstep(sc, p) {
-			events = eventsPerReq + lockstepEvents
+			lock = lockstepEvents
 		}
 		if p.Timeout > 0 && !sc.Server.DropExpired {
 			// An attempt its sender gave up on stays queued beside the
@@ -140,13 +145,20 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 			waiting = max(waiting, a)
 		}
 		anyBreaker = anyBreaker || p.Breaker != nil
+		anyMemory = anyMemory || p.Reads() != 0
 		anySenders = anySenders || p.PerSender()
 		anyHedge = anyHedge || p.Hedge != nil
 		anyExt = anyExt || p.Throttle != nil || p.Budget.Shared() || (p.Hedge != nil && p.Hedge.Percentile > 0)
 	}
-	perReq := int64(unsafe.Sizeof(request{})) + events*listedEventBytes + 4 // + its place in the dead-letter queue
-	if events > eventsPerReq {
+	// A request, its creation time, its events, its place in the
+	// dead-letter queue.
+	perReq := int64(unsafe.Sizeof(request{})) + 8 + (events+lock)*listedEventBytes + 4
+	if lock > 0 {
 		extras = append(extras, "a herd retried at one instant")
+	}
+	if anyMemory {
+		perReq += int64(unsafe.Sizeof(retryMemory{}))
+		extras = append(extras, "its first attempt, previous wait or budget cost")
 	}
 	if anyBreaker {
 		perReq += int64(unsafe.Sizeof(strategies.Permit{}))

@@ -21,7 +21,7 @@ const eventsPerAttempt = 3
 // for its calls, so a service with limited slots bounds the calls it
 // makes); and the worst case of the events, every attempt failing.
 func estimateGraph(sc *scenarios.Scenario, n *Needs, reqs, growth float64, maxEvents int64) {
-	callBytes := int64(unsafe.Sizeof(call{})) + eventsPerReq*eventBytes
+	callBytes := int64(unsafe.Sizeof(call{})) + eventsPerCall*eventBytes
 	jobBytes := int64(unsafe.Sizeof(job{})) + int64(unsafe.Sizeof(tally{})) + eventBytes + 8 // + its place in a queue
 	n.perRun = append(n.perRun, need{"workload.requests", int64(growth * reqs * float64(callBytes)),
 		fmt.Sprintf("%s requests x %s", results.Count(math.Round(reqs)), results.Bytes(callBytes))})

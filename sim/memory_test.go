@@ -96,7 +96,7 @@ name: eight
 server:
   concurrency: 200
   outages: [{start: 0s, duration: 30s}]
-workload: {requests: 500000}
+workload: {requests: 600000}
 strategies:
   - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 60s}, max_attempts: 10}
 `)

@@ -45,20 +45,57 @@ const (
 	stDead                   // final (unless replayed): in the dead-letter queue
 )
 
-// request is one request's state: one cache line, since a run holds a
-// million and touches them in no particular order. State that only some
-// scenarios need (breaker permits, Retry-After hints, dispatcher queues)
-// lives in slices beside the requests, allocated only then.
+// request is one request's state: 32 bytes, two to a cache line, since
+// a run holds millions and touches them in no particular order. What the
+// events of an attempt do not read lives in slices beside the requests:
+// the time each was created, read when it ends; and what only some
+// scenarios need (the parts of its strategies.Request that the policy
+// reads back, breaker permits, Retry-After hints, dispatcher queues),
+// allocated only then.
 type request struct {
-	retry   strategies.Request // attempts, backoff memory, first attempt
-	created time.Duration
-	sentAt  time.Duration // when the attempt in flight was sent
-	sender  int32
-	tag     int32 // number of the attempt in flight; events of older attempts are stale
-	arrived int32 // bucket in which the attempt in flight reached the server, -1 if it has not
-	state   uint8
-	reason  strategies.Reason // why it is dead-lettered
-	flags   uint8             // flagStarted, flagProcessed, flagWorker
+	sentAt   time.Duration // when the attempt in flight was sent
+	attempts int32         // its strategies.Request's Attempts
+	backoffK int32         // and Backoff.K (see world.retryState)
+	sender   int32
+	tag      int32 // number of the attempt in flight; events of older attempts are stale
+	arrived  int32 // bucket in which the attempt in flight reached the server, -1 if it has not
+	state    uint8
+	reason   strategies.Reason // why it is dead-lettered
+	flags    uint8             // flagStarted, flagProcessed, flagWorker
+}
+
+// retryMemory is the part of a request's strategies.Request that only
+// some policies read back (strategies.Policy.Reads).
+type retryMemory struct {
+	first time.Duration
+	prev  float64
+	cost  float32
+}
+
+// retryState puts request i's strategies.Request together, from the
+// parts the world keeps, in w.retry, and returns it for a call to the
+// policy; setRetryState keeps what the call changed. (A Request on the
+// stack would escape to the heap through the policy's interfaces: an
+// allocation per call.)
+func (w *world) retryState(i int32) *strategies.Request {
+	r := &w.reqs[i]
+	q := &w.retry
+	*q = strategies.Request{Attempts: r.attempts, Backoff: strategies.BackoffState{K: r.backoffK}}
+	if w.memory != nil {
+		m := &w.memory[i]
+		q.First, q.Backoff.Prev, q.Cost = m.first, m.prev, m.cost
+	}
+	return q
+}
+
+// setRetryState keeps w.retry as request i's strategies.Request: the
+// parts its policy reads back.
+func (w *world) setRetryState(i int32) {
+	r, q := &w.reqs[i], &w.retry
+	r.attempts, r.backoffK = q.Attempts, q.Backoff.K
+	if w.memory != nil {
+		w.memory[i] = retryMemory{first: q.First, prev: q.Backoff.Prev, cost: q.Cost}
+	}
 }
 
 // The flags of a request.
@@ -93,6 +130,9 @@ type world struct {
 
 	latency sampler
 	reqs    []request
+	created []time.Duration     // per request: when it was created
+	memory  []retryMemory       // per request, when the policy reads more than its attempts and backoff step
+	retry   strategies.Request  // one request's, for a call to the policy (see retryState)
 	permits []strategies.Permit // per request, with a breaker
 	hints   []uint32            // per request, with a rate limit: the last 429's Retry-After header (see retryAfterHeader), plus 1 (0: none)
 	next    []int32             // per request, with a dispatcher: the next in its sender's queue, -1 for none
@@ -169,10 +209,12 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	if n := len(w.outages); n > 0 {
 		w.lastOutageEnd = w.outages[n-1].End()
 	}
-	if w.limit > 0 {
-		w.reqs = make([]request, 0, w.limit)
-	}
 	capacity := max(w.limit, 0)
+	w.reqs = make([]request, 0, capacity)
+	w.created = make([]time.Duration, 0, capacity)
+	if w.policy.Reads() != 0 {
+		w.memory = make([]retryMemory, 0, capacity)
+	}
 	if w.policy.Breaker != nil {
 		w.permits = make([]strategies.Permit, 0, capacity)
 	}
@@ -304,9 +346,17 @@ func (w *world) prefetchEvents(events []event) {
 	for i := range events {
 		if a := events[i].a; uint(a) < uint(len(w.reqs)) {
 			prefetch(unsafe.Pointer(&w.reqs[a]))
+			if endsRequest>>events[i].kind()&1 != 0 {
+				prefetch(unsafe.Pointer(&w.created[a]))
+			}
 		}
 	}
 }
+
+// endsRequest is the set of event kinds that most often end a request,
+// whose creation time is then read: the end of its service, and an
+// answer.
+const endsRequest = 1<<evServed | 1<<(evResponse+uint8(strategies.Success))
 
 // warmupSteps is how many times capacity grows during a warmup.
 const warmupSteps = 100
@@ -412,7 +462,7 @@ func (w *world) finish() {
 	f := finals{run: w.run, lastOutageEnd: w.lastOutageEnd, drained: true}
 	for i := range w.reqs {
 		r := &w.reqs[i]
-		f.add(r.state, r.reason, r.created)
+		f.add(r.state, r.reason, w.created[i])
 	}
 	f.close(w.completion, w.drain)
 }

@@ -27,9 +27,9 @@ func (w *world) replay(k int32) {
 	i := w.dlq[k]
 	w.dlq[k] = -1 // no longer in the queue
 	w.dlqDepth--
-	r := &w.reqs[i]
-	r.retry = strategies.Request{}
-	r.state = stWaiting
+	w.retry = strategies.Request{}
+	w.setRetryState(i)
+	w.reqs[i].state = stWaiting
 	w.run.Replayed++
 	w.try(i)
 	gap := time.Duration(float64(time.Second) / w.sc.DLQ.Replay.Rate)

@@ -49,7 +49,11 @@ func (w *world) newRequestFrom(s int32) {
 		w.senders = append(w.senders, sender{pool: NewPool()})
 		w.groups.Join(&w.senders[len(w.senders)-1].retry, len(w.senders)-1)
 	}
-	w.reqs = append(w.reqs, request{created: w.now, sender: s, arrived: -1})
+	w.reqs = append(w.reqs, request{sender: s, arrived: -1})
+	w.created = append(w.created, w.now)
+	if w.memory != nil {
+		w.memory = append(w.memory, retryMemory{})
+	}
 	if w.permits != nil {
 		w.permits = append(w.permits, strategies.Permit{})
 	}
@@ -84,7 +88,8 @@ func (w *world) try(i int32) {
 	if w.senders != nil {
 		sd = &w.senders[r.sender].retry
 	}
-	permit, d, ok := w.policy.Begin(sd, &r.retry, w.now, w.rRetry)
+	permit, d, ok := w.policy.Begin(sd, w.retryState(i), w.now, w.rRetry)
+	w.setRetryState(i)
 	if !ok {
 		switch d.Local {
 		case strategies.ShortCircuit:
@@ -232,11 +237,12 @@ func (w *world) outcome(i int32, o strategies.Outcome) {
 	var d strategies.Decision
 	if w.rates.throttle != nil {
 		r0, on0 := w.rates.rate(sd)
-		d = w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+		d = w.policy.Done(sd, w.retryState(i), permit, w.now, res, w.rRetry)
 		w.rates.changed(sd, r0, on0)
 	} else {
-		d = w.policy.Done(sd, &r.retry, permit, w.now, res, w.rRetry)
+		d = w.policy.Done(sd, w.retryState(i), permit, w.now, res, w.rRetry)
 	}
+	w.setRetryState(i)
 	if d.Reason == strategies.BudgetDenied && w.sharedBudget {
 		w.run.SharedBudgetDenied++
 	}
@@ -251,27 +257,27 @@ func (w *world) decide(i int32, d strategies.Decision) {
 	switch d.Action {
 	case strategies.Deliver:
 		r.state = stDelivered
-		w.final(r)
+		w.final(i, r)
 		w.run.Delivered++
 		w.current().Delivered++
-		w.run.RecordLatency(w.now - r.created)
+		w.run.RecordLatency(w.now - w.created[i])
 	case strategies.Retry:
 		r.state = stWaiting
 		w.delayed++
 		w.q.push(w.now+d.Wait, evTry, i, retried)
 	case strategies.DeadLetter:
 		r.state, r.reason = stDead, d.Reason
-		w.final(r)
+		w.final(i, r)
 		w.dlq = append(w.dlq, i)
 		w.dlqDepth++
 	}
 }
 
-// final notes that request r reached a final state now; in a closed
+// final notes that request i, r, reached a final state now; in a closed
 // loop its client sends the next after its think time.
-func (w *world) final(r *request) {
+func (w *world) final(i int32, r *request) {
 	w.completion = w.now
-	if r.created <= w.lastOutageEnd {
+	if w.created[i] <= w.lastOutageEnd {
 		w.drain = w.now
 	}
 	if c := w.clients; c != nil && w.now+c.ThinkTime < w.horizon {

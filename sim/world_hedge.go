@@ -113,7 +113,9 @@ func (w *world) hedgeDue(i, base int32) {
 	if w.senders != nil {
 		sd = &w.senders[r.sender].retry
 	}
-	if !w.policy.AllowHedge(sd, &r.retry, w.now) {
+	ok := w.policy.AllowHedge(sd, w.retryState(i), w.now)
+	w.setRetryState(i)
+	if !ok {
 		return
 	}
 	w.run.Hedges++

@@ -114,10 +114,52 @@ type Request struct {
 	// Attempts is the number of attempts made (breaker short-circuits
 	// count only with ShortCircuitIsAttempt).
 	Attempts int32
-	cost     float32
+	// Cost is what the retry budget charged for the attempt in flight,
+	// refunded or recorded when it ends. The policy sets it; a driver
+	// only keeps it.
+	Cost float32
 	// First is the time of the first attempt.
 	First   time.Duration
 	Backoff BackoffState
+}
+
+// Fields is a set of a Request's fields.
+type Fields uint8
+
+// The fields of a Request that only some policies read (see Reads).
+const (
+	FieldFirst Fields = 1 << iota // First, read with MaxElapsed
+	FieldPrev                     // Backoff.Prev, read by the decorrelated backoffs
+	FieldCost                     // Cost, read with a Budget
+)
+
+// Reads returns the fields of a Request, beyond Attempts and Backoff.K,
+// that the policy reads back after setting them. A driver holding
+// millions of requests may keep only these, passing the others as zero
+// (and dropping what the policy writes to them): herdlab's simulator
+// does.
+func (p *Policy) Reads() Fields {
+	var f Fields
+	if p.MaxElapsed > 0 {
+		f |= FieldFirst
+	}
+	if remembers(p.Backoff) || remembers(p.ThrottleBackoff) {
+		f |= FieldPrev
+	}
+	if p.Budget != nil {
+		f |= FieldCost
+	}
+	return f
+}
+
+// remembers reports whether backoff b reads BackoffState.Prev: any kind
+// but those known not to.
+func remembers(b Backoff) bool {
+	switch b.(type) {
+	case nil, None, Fixed, Exponential, FullJitter, EqualJitter, ProportionalJitter:
+		return false
+	}
+	return true
 }
 
 // Action is what a driver does with a request after a decision.
@@ -264,11 +306,11 @@ func (p *Policy) Cancel(s *Sender, q *Request, inFlight bool) {
 		return
 	}
 	if inFlight {
-		b.End(s.Shared(), float64(q.cost))
-	} else if q.cost > 0 && b.Kind == BudgetEnvoy {
+		b.End(s.Shared(), float64(q.Cost))
+	} else if q.Cost > 0 && b.Kind == BudgetEnvoy {
 		s.Shared().retries = max(s.Shared().retries-1, 0)
 	}
-	q.cost = 0
+	q.Cost = 0
 }
 
 // shortCircuit decides about a request that the breaker refused: it
@@ -310,10 +352,10 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 		p.Throttle.Record(s.Throttle(), now, o)
 	}
 	if b := p.Budget; b.Shared() {
-		b.End(s.Shared(), float64(q.cost))
-		q.cost = 0
+		b.End(s.Shared(), float64(q.Cost))
+		q.Cost = 0
 	} else if b != nil {
-		b.Record(&s.Budget, o, float64(q.cost))
+		b.Record(&s.Budget, o, float64(q.Cost))
 	}
 	if o == Success {
 		return Decision{Action: Deliver}
@@ -344,7 +386,7 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 	if !ok {
 		return Decision{Action: DeadLetter, Reason: BudgetDenied}
 	}
-	q.cost = float32(cost)
+	q.Cost = float32(cost)
 	return d
 }
 

@@ -383,3 +383,73 @@ func TestSenderExtFitsTheEstimate(t *testing.T) {
 	// its own.
 	assert.LessOrEqual(t, unsafe.Sizeof(senderExt{})+unsafe.Sizeof(SharedBudget{}), uintptr(640))
 }
+
+// TestPolicyReads checks Reads against the policies themselves: with the
+// fields that Reads leaves out zeroed before every call, a request gets
+// the same decisions, and its sender the same budget, as with every field
+// kept; and dropping any field that Reads names changes them.
+func TestPolicyReads(t *testing.T) {
+	expo := Exponential{Base: s, Cap: 60 * s}
+	tests := []struct {
+		name string
+		p    Policy
+		want Fields
+	}{
+		{"full jitter", Policy{Backoff: FullJitter{Base: s, Cap: 60 * s}, MaxAttempts: 8}, 0},
+		{"equal and proportional jitter", Policy{Backoff: EqualJitter{Base: s, Cap: 60 * s}, ThrottleBackoff: ProportionalJitter{Base: s, Cap: 60 * s, Factor: 0.5}}, 0},
+		{"fixed, none", Policy{Backoff: Fixed{Delay: s}, ThrottleBackoff: None{}}, 0},
+		{"max elapsed", Policy{Backoff: expo, MaxElapsed: 20 * s}, FieldFirst},
+		{"decorrelated jitter", Policy{Backoff: DecorrelatedJitter{Base: s, Cap: 60 * s}}, FieldPrev},
+		{"decorrelated jitter v2 after a 429", Policy{Backoff: expo, ThrottleBackoff: DecorrelatedJitterV2{Base: s, Cap: 60 * s}}, FieldPrev},
+		{"quota", Policy{Backoff: expo, Budget: &Budget{Kind: BudgetQuota, Capacity: 50, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}}, FieldCost},
+		{"everything", Policy{Backoff: DecorrelatedJitter{Base: s, Cap: 60 * s}, MaxElapsed: 30 * s,
+			Budget: &Budget{Kind: BudgetQuota, Capacity: 50, RetryCost: 5, TimeoutCost: 10, NoRetryIncrement: 1}}, FieldFirst | FieldPrev | FieldCost},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := &tt.p
+			require.Equal(t, tt.want, p.Reads())
+			same := func(drop Fields) bool {
+				run := func(drop Fields) []float64 {
+					outcomes := rand.New(rand.NewPCG(7, 7))
+					r := rand.New(rand.NewPCG(1, 1))
+					var sd Sender
+					var out []float64
+					for req := range 20 {
+						var q Request
+						now := time.Duration(req+1) * 3 * s
+						for range 10 {
+							if drop&FieldFirst != 0 {
+								q.First = 0
+							}
+							if drop&FieldPrev != 0 {
+								q.Backoff.Prev = 0
+							}
+							if drop&FieldCost != 0 {
+								q.Cost = 0
+							}
+							o := []Outcome{Success, Success, ServerError, Timeout, TooManyRequests}[outcomes.IntN(5)]
+							d := attempt(p, &sd, &q, now, fail(o), r)
+							out = append(out, float64(d.Action), float64(d.Reason), d.Wait.Seconds())
+							if p.Budget != nil {
+								out = append(out, p.Budget.Available(&sd.Budget))
+							}
+							if d.Action != Retry {
+								break
+							}
+							now += d.Wait
+						}
+					}
+					return out
+				}
+				return assert.ObjectsAreEqual(run(0), run(drop))
+			}
+			assert.True(t, same(^p.Reads()), "dropping the fields Reads leaves out changes the decisions")
+			for _, f := range []Fields{FieldFirst, FieldPrev, FieldCost} {
+				if p.Reads()&f != 0 {
+					assert.False(t, same(f), "dropping field %d, which Reads names, changes nothing", f)
+				}
+			}
+		})
+	}
+}
