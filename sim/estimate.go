@@ -205,6 +205,10 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		need{"server.queue", int64(growth * queued * queueEntryBytes), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
 		need{"server.concurrency", int64(serving * float64(listedEventBytes)), fmt.Sprintf("up to %s requests in service, each with its end pending", results.Count(math.Round(serving)))},
 	)
+	chunks := (growth*reqs*float64(events+lock) + serving) * float64(listedEventBytes)
+	if ahead := slabAhead(int64(chunks)); ahead > 0 {
+		n.perRun = append(n.perRun, need{path, ahead, "the event list's chunks allocated ahead of use"})
+	}
 	if anySenders && sc.Workload.Senders > 0 {
 		n.perRun = append(n.perRun, need{"workload.senders", int64(sc.Workload.Senders) * senderBytes,
 			fmt.Sprintf("%s senders x %s", results.Count(float64(sc.Workload.Senders)), results.Bytes(senderBytes))})

@@ -198,13 +198,17 @@ const (
 	// slot near the head should hold.
 	wheelTargetBits = 3
 	wheelTarget     = 1 << wheelTargetBits
-	// A page has 2^wheelPageBits slots: about 8192 events, whose chunks
-	// stay in cache while the page is served. (With 512 slots, at 10^7
-	// events the ring's 16,384 pages had as many chunk tails being
-	// written, too many to stay in cache: 1024 took a sixth less time.)
-	wheelPageBits  = 10
-	wheelPageSlots = 1 << wheelPageBits
-	wheelPageMask  = wheelPageSlots - 1
+	// A page has 2^wheelMinPageBits slots (about 8192 events, whose
+	// chunks stay in cache while the page is served), or up to
+	// 2^wheelMaxPageBits where the ring would otherwise need more than
+	// 2^wheelTailBits pages: each page's tail chunk is being written, and
+	// too many tails leave the cache. (With 512 slots, at 10^7 events the
+	// ring's 16,384 pages took a sixth more time than with 1024. With
+	// 1024, its 32,768 pages took a third more time than 2,048 to 4,096
+	// pages of up to 8192 slots, and 8,192 pages an eighth more.)
+	wheelMinPageBits = 10
+	wheelMaxPageBits = 13
+	wheelTailBits    = 11
 	// The ring has between 2^wheelMinRingBits and 2^wheelMaxRingBits pages.
 	wheelMinRingBits = 6
 	wheelMaxRingBits = 16
@@ -214,6 +218,10 @@ const (
 	// Chunks are allocated in blocks of 2^wheelBlockBits, never moved.
 	wheelBlockBits = 6
 	wheelBlockLen  = 1 << wheelBlockBits
+	// Past wheelSlabFrom blocks (4 MiB), blocks are cut from slabs of up
+	// to wheelMaxSlab blocks (16 MiB).
+	wheelSlabFrom = 64
+	wheelMaxSlab  = 256
 	// wheelCheckEvery is how many loaded events pass between looks at the
 	// statistics.
 	wheelCheckEvery = 4096
@@ -236,7 +244,7 @@ type wheelList struct{ head, tail, tailN int32 }
 
 // wheelQueue is a two-level timing wheel (a calendar queue) that exploits
 // monotone time. Virtual time is cut into slots of 2^shift ns, and slots
-// into pages of 2^wheelPageBits slots:
+// into pages of 2^pageBits slots:
 //
 //   - run holds, sorted, the events of the slot being served (cur) and of
 //     earlier slots; side, a small heapQueue, holds those pushed there
@@ -262,7 +270,8 @@ type wheelList struct{ head, tail, tailN int32 }
 // shows a poor fit, it picks a slot width that brings the slots to about
 // wheelTarget distinct times, and a ring four times as long as the span
 // that holds 99.9% of the pending events (with no more pages than
-// events), and re-buckets everything. (Covering 95%, at 10^7 requests the
+// events, and pages of more slots rather than more than 2^wheelTailBits
+// pages), and re-buckets everything. (Covering 95%, at 10^7 requests the
 // retries drifting later as their backoff grew kept 14% of the events in
 // overflow, whose pops then took an eighth of the run; covering 99.9%
 // exactly, the retries of the events pending, pushed up to a backoff
@@ -288,10 +297,12 @@ type wheelQueue struct {
 	// spread[spreadOff[k]:spreadOff[k+1]], as the page was spread, and
 	// those in the list slots[k], pushed since. slotsUsed marks the slots
 	// with events.
+	// They are slices of 2^pageBits slots (spreadOff one more).
 	spread    []event
-	spreadOff [wheelPageSlots + 1]int32
-	slots     [wheelPageSlots]wheelList
-	slotsUsed [wheelPageSlots / 64]uint64
+	spreadOff []int32
+	slots     []wheelList
+	slotsUsed []uint64
+	fill      []int32 // turnPage's cursors into spread
 
 	ring     []wheelList // pages after the current one, by page mod 2^ringBits
 	ringUsed []uint64
@@ -301,18 +312,21 @@ type wheelQueue struct {
 	// block by loading its first byte: at 10^7 events that load missed
 	// the cache on most pushes.
 	blocks  [][]wheelChunk
-	nChunks int32       // chunks allocated; chunk 0 is never used
-	scratch []wheelList // for rebuild
+	slab    []wheelChunk // allocated for blocks to come
+	nChunks int32        // chunks allocated; chunk 0 is never used
+	scratch []wheelList  // for rebuild
 	// The free chunks of the slots and of the ring, each a list (0 when
 	// empty). Kept apart so that a ring chunk, read when its page is
 	// spread, is reused while in cache, for the ring.
 	freeSlot, freeRing int32
 
 	shift    uint  // slot width is 2^shift ns
+	pageBits uint  // a page has 2^pageBits slots
+	pageMask int64 // 2^pageBits - 1
 	ringBits uint  // the ring has 2^ringBits pages
 	ringMask int64 // 2^ringBits - 1
 	cur      int64 // the slot served by run and side: slot(at) = at >> shift
-	page     int64 // the current page: slot >> wheelPageBits
+	page     int64 // the current page: slot >> pageBits
 	inSlots  int   // events in slots
 	inRing   int   // events in ring
 	n        int   // all pending events
@@ -350,30 +364,36 @@ func newWheelQueue() *wheelQueue {
 		}
 	}
 	q.nChunks, q.nRebuild, q.growAt, q.cur = 1, wheelMinGrow/4, wheelMinGrow, -1
-	q.resize(20, wheelMinRingBits)
+	q.resize(20, wheelMinPageBits, wheelMinRingBits)
+	q.spreadOff = zeroed(q.spreadOff, q.pageSlots()+1)
 	return q
 }
 
-// resize sets the slot width to 2^shift ns and the ring to 2^ringBits
-// pages, and empties the slots and the ring (without freeing their chunks).
-func (q *wheelQueue) resize(shift, ringBits uint) {
-	q.shift, q.ringBits, q.ringMask = shift, ringBits, 1<<ringBits-1
-	pages, words := 1<<ringBits, 1<<ringBits/64
-	if cap(q.ring) >= pages {
-		q.ring = q.ring[:pages]
-		clear(q.ring)
-	} else {
-		q.ring = make([]wheelList, pages)
-	}
-	if cap(q.ringUsed) >= words {
-		q.ringUsed = q.ringUsed[:words]
-		clear(q.ringUsed)
-	} else {
-		q.ringUsed = make([]uint64, words)
-	}
-	clear(q.slots[:])
-	clear(q.slotsUsed[:])
+// resize sets the slot width to 2^shift ns, the page to 2^pageBits slots
+// and the ring to 2^ringBits pages, and empties the slots and the ring
+// (without freeing their chunks).
+func (q *wheelQueue) resize(shift, pageBits, ringBits uint) {
+	q.shift, q.pageBits, q.pageMask = shift, pageBits, 1<<pageBits-1
+	q.ringBits, q.ringMask = ringBits, 1<<ringBits-1
+	q.slots = zeroed(q.slots, 1<<pageBits)
+	q.slotsUsed = zeroed(q.slotsUsed, 1<<pageBits/64)
+	q.ring = zeroed(q.ring, 1<<ringBits)
+	q.ringUsed = zeroed(q.ringUsed, 1<<ringBits/64)
 }
+
+// zeroed returns s resliced to length n and cleared, or a new slice if
+// its capacity is short.
+func zeroed[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// pageSlots returns the number of slots in a page.
+func (q *wheelQueue) pageSlots() int { return 1 << q.pageBits }
 
 // ops returns the number of pushes and pops, ever.
 func (q *wheelQueue) ops() int { return 2*int(q.seq) - q.n }
@@ -435,7 +455,7 @@ func (q *wheelQueue) upcoming() ([]event, uint64) {
 // slot of the current page, after the run being served: those the run
 // after this one starts with. Like upcoming, it is only a hint.
 func (q *wheelQueue) following() []event {
-	if (q.cur+1)&wheelPageMask == 0 {
+	if (q.cur+1)&q.pageMask == 0 {
 		return nil // the next slot is on another page
 	}
 	i, _, ok := q.nextSlot()
@@ -448,7 +468,7 @@ func (q *wheelQueue) following() []event {
 // nextSlot returns the next occupied slot of the current page after cur,
 // and the empty bitmap words it passed; ok is false when there is none.
 func (q *wheelQueue) nextSlot() (i, scanned int, ok bool) {
-	start := int((q.cur + 1) & wheelPageMask)
+	start := int((q.cur + 1) & q.pageMask)
 	w := start >> 6
 	word := q.slotsUsed[w] &^ (1<<(start&63) - 1)
 	for word == 0 {
@@ -501,10 +521,10 @@ func (q *wheelQueue) reserve(at time.Duration) *event {
 	if s <= q.cur {
 		return nil
 	}
-	// s > cur >= page<<wheelPageBits - 1, so p >= page.
-	switch p := s >> wheelPageBits; {
+	// s > cur >= page<<pageBits - 1, so p >= page.
+	switch p := s >> q.pageBits; {
 	case p == q.page:
-		i := int(s & wheelPageMask)
+		i := int(s & q.pageMask)
 		q.inSlots++
 		return q.add(&q.slots[i], &q.slotsUsed[i>>6], i, &q.freeSlot)
 	case p-q.page <= q.ringMask:
@@ -611,7 +631,7 @@ func (q *wheelQueue) newChunk(free *int32) int32 {
 			panic("sim: event queue: too many events")
 		}
 		if int(q.nChunks)>>wheelBlockBits == len(q.blocks) {
-			q.blocks = append(q.blocks, make([]wheelChunk, wheelBlockLen))
+			q.blocks = append(q.blocks, q.newBlock())
 		}
 		c = q.nChunks
 		q.nChunks++
@@ -621,6 +641,35 @@ func (q *wheelQueue) newChunk(free *int32) int32 {
 	*free = ch.next
 	ch.next = 0
 	return c
+}
+
+// newBlock returns a new block of chunks. Past wheelSlabFrom blocks, it
+// cuts them from a slab of as many blocks as the queue has (up to
+// wheelMaxSlab): a large queue's chunks are then in memory that huge
+// pages can back (adviseHuge). slabAhead bounds what that allocates ahead
+// of use.
+func (q *wheelQueue) newBlock() []wheelChunk {
+	if len(q.blocks) < wheelSlabFrom {
+		return make([]wheelChunk, wheelBlockLen)
+	}
+	if len(q.slab) == 0 {
+		n := min(len(q.blocks), wheelMaxSlab) * wheelBlockLen
+		q.slab = make([]wheelChunk, n)
+		adviseHuge(unsafe.Pointer(unsafe.SliceData(q.slab)), uintptr(n)*unsafe.Sizeof(wheelChunk{}))
+	}
+	b := q.slab[:wheelBlockLen:wheelBlockLen]
+	q.slab = q.slab[wheelBlockLen:]
+	return b
+}
+
+// slabAhead returns the most that a queue whose chunks take used bytes
+// may have allocated beyond them, in the slab being cut (newBlock).
+func slabAhead(used int64) int64 {
+	block := int64(unsafe.Sizeof(wheelChunk{})) * wheelBlockLen
+	if used < wheelSlabFrom*block {
+		return 0
+	}
+	return min(used, wheelMaxSlab*block)
 }
 
 // queuePool holds the queues of finished small runs, for other runs to
@@ -637,13 +686,14 @@ const pooledBlocks = 4
 // newWheelQueue to reuse, and a large one to the garbage collector. The
 // queue must not be used after it.
 func (q *wheelQueue) release() {
-	small := len(q.blocks) <= pooledBlocks && cap(q.ring) <= 1<<wheelMinRingBits &&
-		max(cap(q.run), cap(q.spread), cap(q.scratch), cap(q.side.items), cap(q.overflow.items)) <= wheelPageSlots*wheelTarget
+	small := len(q.blocks) <= pooledBlocks && cap(q.ring) <= 1<<wheelMinRingBits && cap(q.slots) <= 1<<wheelMinPageBits &&
+		max(cap(q.run), cap(q.spread), cap(q.scratch), cap(q.side.items), cap(q.overflow.items)) <= 1<<wheelMinPageBits*wheelTarget
 	if !small {
 		*q = wheelQueue{}
 		return
 	}
-	keep := wheelQueue{run: q.run[:0], spread: q.spread[:0], scratch: q.scratch[:0], ring: q.ring, ringUsed: q.ringUsed, blocks: q.blocks}
+	keep := wheelQueue{run: q.run[:0], spread: q.spread[:0], scratch: q.scratch[:0], ring: q.ring, ringUsed: q.ringUsed, blocks: q.blocks,
+		slots: q.slots, slotsUsed: q.slotsUsed, spreadOff: q.spreadOff, fill: q.fill}
 	keep.side.items, keep.overflow.items = q.side.items[:0], q.overflow.items[:0]
 	*q = keep
 	queuePool.Put(q)
@@ -673,7 +723,7 @@ func (q *wheelQueue) advance() bool {
 	// The next occupied slot of the page: there is one, as inSlots > 0.
 	i, scanned, _ := q.nextSlot()
 	q.winScanned += scanned
-	q.cur = q.page<<wheelPageBits + int64(i)
+	q.cur = q.page<<q.pageBits + int64(i)
 
 	// Load it into run.
 	q.run, q.runPos = append(q.run[:0], q.spread[q.spreadOff[i]:q.spreadOff[i+1]]...), 0
@@ -704,40 +754,51 @@ func (q *wheelQueue) advance() bool {
 func (q *wheelQueue) turnPage() {
 	if q.inRing == 0 {
 		// Nothing on the ring: jump to the earliest event beyond it.
-		q.page = int64(q.overflow.items[0].at) >> q.shift >> wheelPageBits
-		q.cur = q.page<<wheelPageBits - 1
-		q.spreadOff = [wheelPageSlots + 1]int32{}
+		q.page = int64(q.overflow.items[0].at) >> q.shift >> q.pageBits
+		q.cur = q.page<<q.pageBits - 1
+		clear(q.spreadOff)
 		q.migrate()
 		return
 	}
 	i, scanned := q.nextPage()
 	q.winScanned += scanned
 	q.page += 1 + (int64(i)-q.page-1)&q.ringMask
-	q.cur = q.page<<wheelPageBits - 1
+	q.cur = q.page<<q.pageBits - 1
 
 	// Spread the page into the slots: a counting sort into spread.
 	l := &q.ring[i]
-	var off [wheelPageSlots + 1]int32
+	slots := q.pageSlots()
+	off := q.spreadOff
+	clear(off)
 	for c := l.head; c != 0; c = q.chunk(c).next {
+		if next := q.chunk(c).next; next != 0 {
+			// Written long ago, the page's chunks have left the cache.
+			ch := unsafe.Pointer(q.chunk(next))
+			for o := uintptr(0); o < unsafe.Sizeof(wheelChunk{}); o += 64 {
+				prefetch(unsafe.Add(ch, o))
+			}
+		}
 		ev := q.events(l, c)
 		for j := range ev {
-			k := int(int64(ev[j].at) >> q.shift & wheelPageMask)
+			k := int(int64(ev[j].at) >> q.shift & q.pageMask)
 			off[k+1]++
 			q.slotsUsed[k>>6] |= 1 << (k & 63)
 		}
 	}
-	for k := range wheelPageSlots {
+	for k := range slots {
 		off[k+1] += off[k]
 	}
-	n := int(off[wheelPageSlots])
+	n := int(off[slots])
 	q.spread = slices.Grow(q.spread[:0], n)[:n]
-	q.spreadOff = off
+	q.fill = slices.Grow(q.fill[:0], slots)[:slots]
+	fill := q.fill
+	copy(fill, off)
 	for c := l.head; c != 0; {
 		ev := q.events(l, c)
 		for j := range ev {
-			k := int(int64(ev[j].at) >> q.shift & wheelPageMask)
-			q.spread[off[k]] = ev[j]
-			off[k]++
+			k := int(int64(ev[j].at) >> q.shift & q.pageMask)
+			q.spread[fill[k]] = ev[j]
+			fill[k]++
 		}
 		c = q.freeChunk(c, &q.freeRing)
 	}
@@ -752,7 +813,7 @@ func (q *wheelQueue) turnPage() {
 func (q *wheelQueue) migrate() {
 	for len(q.overflow.items) > 0 {
 		s := int64(q.overflow.items[0].at) >> q.shift
-		p := s >> wheelPageBits
+		p := s >> q.pageBits
 		if p-q.page > q.ringMask { // p >= page
 			return
 		}
@@ -788,19 +849,22 @@ func (q *wheelQueue) check() {
 	shift, spanBits, base := q.fit()
 	if perSlot > 0 {
 		d := int(math.Round(math.Log2(wheelTarget / perSlot)))
-		shift = uint(min(max(int(q.shift)+d, 0), 62-wheelPageBits))
+		shift = uint(min(max(int(q.shift)+d, 0), 62-wheelMaxPageBits))
 	}
 	// Four times the span of the pending events, for the retries they
 	// push later; no more pages than pending events: a ring stretched to
 	// reach a few far events (a replay hours away) would be mostly empty.
-	ringBits := uint(min(max(min(spanBits+2-int(shift)-wheelPageBits, bits.Len(uint(q.n))), wheelMinRingBits), wheelMaxRingBits))
+	// Past 2^wheelTailBits pages, wider pages rather than more.
+	ringBits := uint(min(max(min(spanBits+2-int(shift)-wheelMinPageBits, bits.Len(uint(q.n))), wheelMinRingBits), wheelMaxRingBits))
+	pageBits := wheelMinPageBits + min(ringBits-min(ringBits, wheelTailBits), wheelMaxPageBits-wheelMinPageBits)
+	ringBits -= pageBits - wheelMinPageBits
 	q.rebuildOps, q.nRebuild = q.ops(), q.n
-	if shift == q.shift && absDiff(ringBits, q.ringBits) <= 1 {
+	if shift == q.shift && pageBits == q.pageBits && absDiff(ringBits, q.ringBits) <= 1 {
 		q.backoff = min(q.backoff+1, 4)
 		return
 	}
 	q.backoff = 0
-	q.rebuild(shift, ringBits, base)
+	q.rebuild(shift, pageBits, ringBits, base)
 }
 
 func absDiff(x, y uint) uint {
@@ -816,8 +880,8 @@ func (q *wheelQueue) each(f func(ev []event)) {
 	f(q.run[q.runPos:])
 	f(q.side.items)
 	f(q.overflow.items)
-	f(q.spread[q.spreadOff[q.cur+1-q.page<<wheelPageBits]:q.spreadOff[wheelPageSlots]])
-	for _, lists := range [][]wheelList{q.slots[:], q.ring} {
+	f(q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]])
+	for _, lists := range [][]wheelList{q.slots, q.ring} {
 		for i := range lists {
 			l := &lists[i]
 			for c := l.head; c != 0; c = q.chunk(c).next {
@@ -876,7 +940,7 @@ func (q *wheelQueue) fit() (shift uint, spanBits int, base time.Duration) {
 		// width = wheelTarget * 2^k / C, rounded down to a power of two,
 		// with C = c * stride: with 2^(l-1) <= C < 2^l, 2^(k+wheelTargetBits-l)
 		// is in [width/2, width).
-		shift = uint(min(max(k+wheelTargetBits-bits.Len(uint(c*stride)), 0), 62-wheelPageBits))
+		shift = uint(min(max(k+wheelTargetBits-bits.Len(uint(c*stride)), 0), 62-wheelMaxPageBits))
 	}
 	return shift, spanBits, base
 }
@@ -918,23 +982,24 @@ func (q *wheelQueue) earliest() time.Duration {
 	return at
 }
 
-// rebuild re-buckets every pending event with slots of 2^shift ns and a
-// ring of 2^ringBits pages, starting at the page of base. No event is before
-// base, so place puts none in run or side.
-func (q *wheelQueue) rebuild(shift, ringBits uint, base time.Duration) {
-	old := append(append(q.scratch[:0], q.slots[:]...), q.ring...)
+// rebuild re-buckets every pending event with slots of 2^shift ns, pages
+// of 2^pageBits slots and a ring of 2^ringBits pages, starting at the page
+// of base. No event is before base, so place puts none in run or side.
+func (q *wheelQueue) rebuild(shift, pageBits, ringBits uint, base time.Duration) {
+	old := append(append(q.scratch[:0], q.slots...), q.ring...)
 	q.scratch = old
-	oldFirst := q.cur + 1 - q.page<<wheelPageBits // the first slot of spread not loaded
-	q.resize(shift, ringBits)
-	q.page = int64(base) >> shift >> wheelPageBits
-	q.cur = q.page<<wheelPageBits - 1
+	// The events of spread not yet loaded: the slots after cur.
+	spread := q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]]
+	q.resize(shift, pageBits, ringBits)
+	q.page = int64(base) >> shift >> pageBits
+	q.cur = q.page<<pageBits - 1
 	q.inSlots, q.inRing = 0, 0
 	q.rebuilds++
 
 	// Overflow, compacted in place.
 	of, j := q.overflow.items, 0
 	for i := range of {
-		if p := int64(of[i].at) >> shift >> wheelPageBits; p-q.page > q.ringMask {
+		if p := int64(of[i].at) >> shift >> pageBits; p-q.page > q.ringMask {
 			of[j] = of[i]
 			j++
 		} else {
@@ -950,10 +1015,10 @@ func (q *wheelQueue) rebuild(shift, ringBits uint, base time.Duration) {
 	for i := range q.side.items {
 		q.place(&q.side.items[i])
 	}
-	for i := q.spreadOff[oldFirst]; i < q.spreadOff[wheelPageSlots]; i++ {
-		q.place(&q.spread[i])
+	for i := range spread {
+		q.place(&spread[i])
 	}
-	q.spreadOff = [wheelPageSlots + 1]int32{}
+	q.spreadOff = zeroed(q.spreadOff, q.pageSlots()+1)
 	q.run, q.runPos = q.run[:0], 0
 	q.side.items = q.side.items[:0]
 

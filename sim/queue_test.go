@@ -139,6 +139,16 @@ func newDiffRun(t *testing.T) *diffRun {
 	return d
 }
 
+// wheel returns the timing wheel under test.
+func (d *diffRun) wheel() *wheelQueue {
+	for _, q := range d.qs {
+		if w, ok := q.(*wheelQueue); ok {
+			return w
+		}
+	}
+	panic("no wheel under test")
+}
+
 // push schedules an event at now+offset with a distinct payload.
 func (d *diffRun) push(offset time.Duration) {
 	d.t.Helper()
@@ -336,6 +346,28 @@ func TestQueueDifferential(t *testing.T) {
 				d.push(time.Hour + uniformDur(r, 10*time.Millisecond))
 			}
 			d.hold(100_000, func() time.Duration { return uniformDur(r, 10*time.Millisecond) })
+			d.drain(0)
+		}},
+		{"wide", func(d *diffRun, r *rand.Rand) {
+			// A dense second amid a sparse hour: the ring would need more
+			// than 2^wheelTailBits pages, so the pages widen; then, with
+			// few events left, they narrow again.
+			incr := func() time.Duration {
+				if r.IntN(300) == 0 {
+					return uniformDur(r, time.Hour)
+				}
+				return uniformDur(r, time.Second)
+			}
+			for range 50_000 {
+				d.push(incr())
+			}
+			d.hold(200_000, incr)
+			require.Equal(d.t, uint(wheelMaxPageBits), d.wheel().pageBits, "pages of the dense second")
+			for d.len() > 2000 {
+				d.pop()
+			}
+			d.hold(100_000, func() time.Duration { return uniformDur(r, time.Second) })
+			require.Equal(d.t, uint(wheelMinPageBits), d.wheel().pageBits, "pages of 2000 events")
 			d.drain(0)
 		}},
 		{"hold-ties", func(d *diffRun, r *rand.Rand) {

@@ -210,34 +210,34 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		w.lastOutageEnd = w.outages[n-1].End()
 	}
 	capacity := max(w.limit, 0)
-	w.reqs = make([]request, 0, capacity)
-	w.created = make([]time.Duration, 0, capacity)
+	w.reqs = hugeSlice[request](capacity)
+	w.created = hugeSlice[time.Duration](capacity)
 	if w.policy.Reads() != 0 {
-		w.memory = make([]retryMemory, 0, capacity)
+		w.memory = hugeSlice[retryMemory](capacity)
 	}
 	if w.policy.Breaker != nil {
-		w.permits = make([]strategies.Permit, 0, capacity)
+		w.permits = hugeSlice[strategies.Permit](capacity)
 	}
 	if rl := sc.Server.RateLimit; rl != nil {
-		w.hints = make([]uint32, 0, capacity)
+		w.hints = hugeSlice[uint32](capacity)
 		w.rateHint = rl.Pushback
 	}
 	if h := sc.Server.FailurePushback; h != nil {
 		w.failHint = h
 		if w.hints == nil {
-			w.hints = make([]uint32, 0, capacity)
+			w.hints = hugeSlice[uint32](capacity)
 		}
 	}
 	if w.workers > 0 {
-		w.next = make([]int32, 0, capacity)
+		w.next = hugeSlice[int32](capacity)
 	}
 	if h := w.policy.Hedge; h != nil {
 		w.hedge = h
-		w.copies = make([]copies, 0, capacity)
+		w.copies = hugeSlice[copies](capacity)
 	}
 	if sc.Server.Model == scenarios.ModelOCC {
 		w.occ = true
-		w.versions = make([]int64, 0, capacity)
+		w.versions = hugeSlice[int64](capacity)
 	}
 	w.sharedBudget = w.policy.Budget.HeldByGroup()
 	w.rates = newClientRates(w.policy)
@@ -251,7 +251,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			}
 		} else {
 			w.perRequest = true
-			w.senders = make([]sender, 0, capacity)
+			w.senders = hugeSlice[sender](capacity)
 		}
 	}
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
@@ -507,4 +507,13 @@ func (f *finals) close(completion, drain time.Duration) {
 		conservation("%d requests but %d delivered + %d dead-lettered + %d unfinished",
 			run.Requests, run.Delivered, run.DeadLettered, run.Unfinished)
 	}
+}
+
+// hugeSlice returns an empty slice of capacity n whose memory, if it is
+// large, is backed by huge pages where the system allows (adviseHuge).
+func hugeSlice[T any](n int) []T {
+	s := make([]T, 0, n)
+	var zero T
+	adviseHuge(unsafe.Pointer(unsafe.SliceData(s)), uintptr(n)*unsafe.Sizeof(zero))
+	return s
 }

@@ -1,6 +1,8 @@
 package sim
 
 import (
+	"unsafe"
+
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
 )
@@ -51,6 +53,16 @@ func (w *world) newRequestFrom(s int32) {
 	}
 	w.reqs = append(w.reqs, request{sender: s, arrived: -1})
 	w.created = append(w.created, w.now)
+	// A burst creates requests one after another: fetch the lines its
+	// next ones go to, which at 10^7 requests have left the cache since
+	// the slices were zeroed.
+	// (Their capacities differ where they grow by appending.)
+	if j := int(i) + 16; j&1 == 0 && j < cap(w.reqs) {
+		prefetch(unsafe.Pointer(unsafe.SliceData(w.reqs[j : j+1])))
+		if j&7 == 0 && j < cap(w.created) {
+			prefetch(unsafe.Pointer(unsafe.SliceData(w.created[j : j+1])))
+		}
+	}
 	if w.memory != nil {
 		w.memory = append(w.memory, retryMemory{})
 	}
