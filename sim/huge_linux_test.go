@@ -45,7 +45,11 @@ func mappings(t *testing.T) []mapping {
 			ms[len(ms)-1].eligible = strings.TrimSpace(v) == "1"
 			continue
 		}
-		lo, hi, ok := strings.Cut(strings.Fields(line)[0], "-")
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		lo, hi, ok := strings.Cut(f[0], "-")
 		if !ok {
 			continue
 		}

@@ -365,16 +365,16 @@ func newWheelQueue() *wheelQueue {
 	}
 	q.nChunks, q.nRebuild, q.growAt, q.cur = 1, wheelMinGrow/4, wheelMinGrow, -1
 	q.resize(20, wheelMinPageBits, wheelMinRingBits)
-	q.spreadOff = zeroed(q.spreadOff, q.pageSlots()+1)
 	return q
 }
 
 // resize sets the slot width to 2^shift ns, the page to 2^pageBits slots
-// and the ring to 2^ringBits pages, and empties the slots and the ring
-// (without freeing their chunks).
+// and the ring to 2^ringBits pages, and empties spread, the slots and the
+// ring (without freeing their chunks).
 func (q *wheelQueue) resize(shift, pageBits, ringBits uint) {
 	q.shift, q.pageBits, q.pageMask = shift, pageBits, 1<<pageBits-1
 	q.ringBits, q.ringMask = ringBits, 1<<ringBits-1
+	q.spreadOff = zeroed(q.spreadOff, 1<<pageBits+1)
 	q.slots = zeroed(q.slots, 1<<pageBits)
 	q.slotsUsed = zeroed(q.slotsUsed, 1<<pageBits/64)
 	q.ring = zeroed(q.ring, 1<<ringBits)
@@ -394,6 +394,12 @@ func zeroed[T any](s []T, n int) []T {
 
 // pageSlots returns the number of slots in a page.
 func (q *wheelQueue) pageSlots() int { return 1 << q.pageBits }
+
+// unloaded returns the events spread into the current page's slots after
+// cur: those not yet loaded into run.
+func (q *wheelQueue) unloaded() []event {
+	return q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]]
+}
 
 // ops returns the number of pushes and pops, ever.
 func (q *wheelQueue) ops() int { return 2*int(q.seq) - q.n }
@@ -880,7 +886,7 @@ func (q *wheelQueue) each(f func(ev []event)) {
 	f(q.run[q.runPos:])
 	f(q.side.items)
 	f(q.overflow.items)
-	f(q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]])
+	f(q.unloaded())
 	for _, lists := range [][]wheelList{q.slots, q.ring} {
 		for i := range lists {
 			l := &lists[i]
@@ -988,8 +994,7 @@ func (q *wheelQueue) earliest() time.Duration {
 func (q *wheelQueue) rebuild(shift, pageBits, ringBits uint, base time.Duration) {
 	old := append(append(q.scratch[:0], q.slots...), q.ring...)
 	q.scratch = old
-	// The events of spread not yet loaded: the slots after cur.
-	spread := q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]]
+	spread := q.unloaded() // resize empties spreadOff, not spread
 	q.resize(shift, pageBits, ringBits)
 	q.page = int64(base) >> shift >> pageBits
 	q.cur = q.page<<pageBits - 1
@@ -1018,7 +1023,6 @@ func (q *wheelQueue) rebuild(shift, pageBits, ringBits uint, base time.Duration)
 	for i := range spread {
 		q.place(&spread[i])
 	}
-	q.spreadOff = zeroed(q.spreadOff, q.pageSlots()+1)
 	q.run, q.runPos = q.run[:0], 0
 	q.side.items = q.side.items[:0]
 

@@ -690,3 +690,30 @@ func TestQueueRingHoldsTheRetries(t *testing.T) {
 	t.Logf("%d rebuilds; at most %d events in overflow", q.rebuilds, most)
 	assert.Less(t, most, pending/50, "events in overflow at once")
 }
+
+// TestQueueSlabAhead checks that the chunks a queue has allocated beyond
+// the blocks it uses, in the slab being cut, stay within slabAhead, which
+// the memory estimate adds; and that a small queue allocates none ahead.
+func TestQueueSlabAhead(t *testing.T) {
+	chunk := int64(unsafe.Sizeof(wheelChunk{}))
+	block := chunk * wheelBlockLen
+	q := newWheelQueue()
+	worst := 0.0                          // the largest share of slabAhead taken
+	for i := range 4000 * wheelBlockLen { // 250 MiB of chunks, as 10^7 requests take
+		q.newChunk(&q.freeRing)
+		if i%wheelBlockLen != 0 {
+			continue
+		}
+		used := int64(len(q.blocks)) * block
+		ahead := int64(len(q.slab)) * chunk
+		bound := slabAhead(used)
+		require.LessOrEqual(t, ahead, bound, "at %d blocks", len(q.blocks))
+		if len(q.blocks) < wheelSlabFrom {
+			require.Zero(t, ahead, "a small queue allocates blocks one at a time")
+		}
+		if bound > 0 {
+			worst = max(worst, float64(ahead)/float64(bound))
+		}
+	}
+	assert.Greater(t, worst, 0.9, "slabAhead is not far above what is allocated ahead")
+}

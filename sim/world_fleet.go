@@ -53,10 +53,10 @@ func (w *world) newRequestFrom(s int32) {
 	}
 	w.reqs = append(w.reqs, request{sender: s, arrived: -1})
 	w.created = append(w.created, w.now)
-	// A burst creates requests one after another: fetch the lines its
-	// next ones go to, which at 10^7 requests have left the cache since
-	// the slices were zeroed.
-	// (Their capacities differ where they grow by appending.)
+	// Requests are created one after another: fetch the lines the next
+	// ones go to, which at 10^7 requests have left the cache since the
+	// slices were zeroed. (The two capacities differ where the slices
+	// grow by appending.)
 	if j := int(i) + 16; j&1 == 0 && j < cap(w.reqs) {
 		prefetch(unsafe.Pointer(unsafe.SliceData(w.reqs[j : j+1])))
 		if j&7 == 0 && j < cap(w.created) {
