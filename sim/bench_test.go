@@ -234,9 +234,9 @@ func BenchmarkMemoryLatency(b *testing.B) {
 	}
 }
 
-// memoryLatency returns the mean time of a read, in ns, over reads
-// dependent reads of one cache line each, in a random cycle through an
-// array of size bytes: every read waits for the one before.
+// memoryLatency returns the mean time of a read, in ns, along a random
+// cycle through the cache lines of an array of size bytes: reads reads
+// of one line each, every one waiting for the one before.
 func memoryLatency(size, reads int) float64 {
 	type line struct {
 		next int64

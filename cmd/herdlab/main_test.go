@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -86,6 +87,16 @@ func TestHelp(t *testing.T) {
 		assert.Contains(t, out, "--quiet", args)
 		assert.Equal(t, 1, strings.Count(out, "Usage:"), "once: %v", args)
 		assert.Empty(t, errOut, "not again on stderr: %v", args)
+	}
+}
+
+// TestHelpTextsFitATerminal: every command's description, as --help
+// prints it above its flags, wraps within 80 columns.
+func TestHelpTextsFitATerminal(t *testing.T) {
+	for name, cmd := range commands {
+		for i, line := range strings.Split(cmd.summary, "\n") {
+			assert.LessOrEqual(t, utf8.RuneCountInString(line), 80, "herdlab %s --help, line %d: %q", name, i+1, line)
+		}
 	}
 }
 

@@ -23,9 +23,10 @@ var runCmd = &command{
 Each strategy runs against the same server, outage and workload, on a
 virtual clock. For each scenario, prints a summary table and writes
 summary.json, summary.csv, timeseries.csv (and services.csv for a graph
-of services, client_rates.csv for the AWS SDKs' adaptive rate limiter), the charts (load, recovery, latency, queue,
-amplification), report.md and a self-contained report.html into the output folder (default out/NAME/; with several files
-and --out DIR, DIR/NAME/).
+of services, client_rates.csv for the AWS SDKs' adaptive rate limiter),
+the charts (load, recovery, latency, queue, amplification), report.md
+and a self-contained report.html into the output folder (default
+out/NAME/; with several files and --out DIR, DIR/NAME/).
 Every file is checked before anything runs: bad input exits 2 and writes
 nothing.`,
 	usage: "FILE.yaml... [flags]",

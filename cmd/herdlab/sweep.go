@@ -23,18 +23,20 @@ Each --vary PATH=VALUES names a field of the scenario and its values:
   --vary server.outages[0].duration=10s,30s,2m        a list
   --vary workload.arrival.rate=100..2000:8            a linear range of 8 points
   --vary workload.requests=1e3..1e6:log:7             a log range of 7 points
-PATH selects list items by index or by name: strategies[full-jitter].backoff.base,
-strategies[*].max_attempts. Without --vary, the scenario's sweep: section says
-what to vary. Every point is every strategy of the scenario, run --runs times.
+PATH selects list items by index or by name:
+strategies[full-jitter].backoff.base, strategies[*].max_attempts. Without
+--vary, the scenario's sweep: section says what to vary. Every point is
+every strategy of the scenario, run --runs times.
 
 Writes into the output folder (default out/NAME/sweep/): sweep.csv (one row
 per point, strategy and run), sweep.json (figures per point and strategy),
 report.md (where each strategy stops recovering), and with one --vary a line
 chart of --metric, with two a heatmap per strategy. Points run in parallel;
 each run is kept in records/ (written out as the sweep goes, all of them
-when it ends or is stopped), so an interrupted sweep resumes when run again. --shard I/N runs a part of the runs only, for several
-machines; 'herdlab merge' combines the shards' folders into the outputs of
-one unsharded sweep.`,
+when it ends or is stopped), so an interrupted sweep resumes when run
+again. --shard I/N runs a part of the runs only, for several machines;
+'herdlab merge' combines the shards' folders into the outputs of one
+unsharded sweep.`,
 	usage: "FILE.yaml [--vary PATH=VALUES]... [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.StringArray("vary", nil, "a field and its values, PATH=VALUES (repeatable; default: the scenario's sweep: section)")
