@@ -7,3 +7,23 @@ import "unsafe"
 //
 //go:noescape
 func prefetch(p unsafe.Pointer)
+
+// prefetchRequests prefetches, for each of events whose a is below n,
+// the request at reqs (of 32 bytes) it names, and, where ends has the
+// bit of its kind, its creation time at created (of 8 bytes): the loop
+// of world.prefetchEvents in one call rather than a call a line.
+//
+//go:noescape
+func prefetchRequests(events []event, reqs unsafe.Pointer, n int, created unsafe.Pointer, ends uint64)
+
+// The layout prefetchRequests reads.
+const (
+	_ = -uint(unsafe.Sizeof(request{}) - 32)
+	_ = uint(unsafe.Sizeof(request{}) - 32)
+	_ = -uint(unsafe.Sizeof(event{}) - 24)
+	_ = uint(unsafe.Sizeof(event{}) - 24)
+	_ = -uint(unsafe.Offsetof(event{}.a) - 16)
+	_ = uint(unsafe.Offsetof(event{}.a) - 16)
+	_ = -uint(unsafe.Offsetof(event{}.sk) - 8)
+	_ = uint(unsafe.Offsetof(event{}.sk) - 8)
+)

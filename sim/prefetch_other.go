@@ -6,3 +6,6 @@ import "unsafe"
 
 // prefetch does nothing on this architecture.
 func prefetch(unsafe.Pointer) {}
+
+// prefetchRequests does nothing on this architecture.
+func prefetchRequests([]event, unsafe.Pointer, int, unsafe.Pointer, uint64) {}
