@@ -964,7 +964,12 @@ func TestDriverClosedLoop(t *testing.T) {
 	t.Logf("%d requests", run.Requests)
 	assert.LessOrEqual(t, run.Requests, int64(5*(20+1)))
 	assert.Greater(t, run.Requests, int64(70))
-	assert.EqualValues(t, len(rec.all()), run.Attempts)
+	// Every attempt counted reached the server, but those in flight when
+	// the run ended, which it abandons: one of them may have been cut off
+	// before the server saw it.
+	hits, abandoned := int64(len(rec.all())), run.Series[len(run.Series)-1].InFlight
+	assert.LessOrEqual(t, hits, run.Attempts)
+	assert.GreaterOrEqual(t, hits, run.Attempts-abandoned, "%d in flight at the end", abandoned)
 }
 
 func TestDriverHedges(t *testing.T) {
