@@ -960,16 +960,20 @@ func TestDriverClosedLoop(t *testing.T) {
 		sc.Workload.Clients = &scenarios.Clients{Count: 5, ThinkTime: 100 * time.Millisecond}
 		sc.Workload.Senders = 5
 	})
-	run, _ := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL})
-	t.Logf("%d requests", run.Requests)
+	run, stats := driverReplay(t, sc, stp, DriverOptions{Target: driverServe(t, rec).URL})
+	t.Logf("%d requests, %d attempts: %v; delivered %d, dead-lettered %d, unfinished %d", run.Requests, run.Attempts, stats.Outcomes, run.Delivered, run.DeadLettered, run.Unfinished)
 	assert.LessOrEqual(t, run.Requests, int64(5*(20+1)))
 	assert.Greater(t, run.Requests, int64(70))
-	// Every attempt counted reached the server, but those in flight when
-	// the run ended, which it abandons: one of them may have been cut off
-	// before the server saw it.
-	hits, abandoned := int64(len(rec.all())), run.Series[len(run.Series)-1].InFlight
+	// Every attempt answered with an HTTP status reached the server, and
+	// no attempt reached it that the driver did not count. (Equality is
+	// too much: an attempt sent as the run ends is abandoned at once, and
+	// under make test's race step, 3 of 100 once did not reach the server
+	// though the last bucket showed none in flight; see the closing
+	// release of driver.replay.)
+	hits := int64(len(rec.all()))
+	answered := stats.Outcomes["success"] + stats.Outcomes["5xx"] + stats.Outcomes["429"] + stats.Outcomes["4xx"]
 	assert.LessOrEqual(t, hits, run.Attempts)
-	assert.GreaterOrEqual(t, hits, run.Attempts-abandoned, "%d in flight at the end", abandoned)
+	assert.GreaterOrEqual(t, hits, answered, "attempts answered with a status: %v", stats.Outcomes)
 }
 
 func TestDriverHedges(t *testing.T) {
