@@ -16,14 +16,11 @@ func prefetch(p unsafe.Pointer)
 //go:noescape
 func prefetchRequests(events []event, reqs unsafe.Pointer, n int, created unsafe.Pointer, ends uint64)
 
-// The layout prefetchRequests reads.
-const (
-	_ = -uint(unsafe.Sizeof(request{}) - 32)
-	_ = uint(unsafe.Sizeof(request{}) - 32)
-	_ = -uint(unsafe.Sizeof(event{}) - 24)
-	_ = uint(unsafe.Sizeof(event{}) - 24)
-	_ = -uint(unsafe.Offsetof(event{}.a) - 16)
-	_ = uint(unsafe.Offsetof(event{}.a) - 16)
-	_ = -uint(unsafe.Offsetof(event{}.sk) - 8)
-	_ = uint(unsafe.Offsetof(event{}.sk) - 8)
+// The layout prefetchRequests reads: an index out of range here fails
+// the build.
+var (
+	_ = [1]struct{}{}[unsafe.Sizeof(request{})-32]
+	_ = [1]struct{}{}[unsafe.Sizeof(event{})-24]
+	_ = [1]struct{}{}[unsafe.Offsetof(event{}.sk)-8]
+	_ = [1]struct{}{}[unsafe.Offsetof(event{}.a)-16]
 )
