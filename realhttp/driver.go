@@ -106,10 +106,19 @@ type DriverStats struct {
 	// those handed to it more than LateBy (a quarter of a bucket on the
 	// wall clock, at least 10 ms) after they were due, for whatever
 	// reason: a wait for a connection, or a loop or machine too busy to
-	// keep time; MaxLag is the latest one, on the wall clock.
+	// keep time; MaxLag is the latest one (or missed one), on the wall
+	// clock.
 	Sent, Late int64
 	LateBy     time.Duration
 	MaxLag     time.Duration
+	// Missed counts the attempts never sent because the loop reached
+	// them only after the horizon, more than LateBy after they were due:
+	// first attempts, retries, hedges and dead-letter replays. The run
+	// is over at the horizon: what was due before it sends nothing
+	// after it, except what was due less than LateBy before now, which
+	// is not late; such an attempt goes as usual and is in flight at the
+	// end, where the run abandons it.
+	Missed int64
 	// ConnWaits counts the attempts that found every connection in use
 	// and waited for one (see DriverOptions), ConnWaitMax the longest
 	// wait, on the wall clock; MaxConns is the bound they waited for.
@@ -136,16 +145,21 @@ const driverLateShare = 0.05
 var ErrDriverLate = errors.New("realhttp: the replay could not send the attempts when they were due")
 
 // Check returns an error wrapping ErrDriverLate when more than 5% of the
-// attempts went out late (see Late): the herd then reached the server
-// spread over more time than in the scenario, and the run's load and
-// recovery figures are not the scenario's. The error names the
-// connection bound when attempts waited for connections.
+// attempts went out late or never (see Late and Missed): the herd then
+// reached the server spread over more time than in the scenario, or not
+// at all, and the run's load and recovery figures are not the
+// scenario's. The error names the connection bound when attempts waited
+// for connections.
 func (s DriverStats) Check() error {
-	if s.Sent == 0 || float64(s.Late) <= driverLateShare*float64(s.Sent) {
+	late, due := s.Late+s.Missed, s.Sent+s.Missed
+	if due == 0 || float64(late) <= driverLateShare*float64(due) {
 		return nil
 	}
 	err := fmt.Errorf("%w: %d of %d attempts went out more than %s late (up to %s)",
-		ErrDriverLate, s.Late, s.Sent, s.LateBy, s.MaxLag.Round(time.Millisecond))
+		ErrDriverLate, late, due, s.LateBy, s.MaxLag.Round(time.Millisecond))
+	if s.Missed > 0 {
+		err = fmt.Errorf("%w, %d of them never: the loop reached them after the horizon", err, s.Missed)
+	}
 	if s.ConnWaits > 0 {
 		err = fmt.Errorf("%w; %d waited for one of the %d connections (up to %s): raise the connection bound, or on a busy machine use a milder time scale or fewer requests",
 			err, s.ConnWaits, s.MaxConns, s.ConnWaitMax.Round(time.Millisecond))
@@ -301,6 +315,11 @@ type driver struct {
 	timeout  time.Duration // per-attempt timeout on the wall clock, 0 for none
 	lateBy   time.Duration // on the wall clock: a send later than this is late
 	progress func(int)
+	// missedBy is how late an event is, on the wall clock, while
+	// release hands on one it reached after the horizon over LateBy
+	// late (0 otherwise): it sends nothing, and counts in
+	// DriverStats.Missed (see miss).
+	missedBy time.Duration
 
 	rArrive, rRetry *rand.Rand
 
@@ -580,7 +599,7 @@ func (d *driver) replay(ctx context.Context) (*results.Run, DriverStats, error) 
 	var err error
 loop:
 	for {
-		elapsed := d.release()
+		elapsed := d.release(horizonWall)
 		if elapsed >= horizonWall || d.idle() {
 			break
 		}
@@ -594,7 +613,11 @@ loop:
 		timer.Reset(max(wake-elapsed, 0))
 		select {
 		case c := <-d.done:
-			d.tick()
+			if d.tick() >= horizonWall {
+				// Answered after the run's end: the attempt was in
+				// flight then. The release at the top ends the loop.
+				continue
+			}
 			d.complete(c)
 			// Take what else has come in, but not so much that due
 			// retries wait.
@@ -638,16 +661,23 @@ loop:
 }
 
 // tick moves the loop's clock to the wall clock, sampling every bucket
-// that ended, and returns the wall-clock time since the start.
+// that ended but the horizon's, and returns the wall-clock time since the
+// start. replay samples the horizon's bucket once the loop is over, after
+// the events release hands on late.
 func (d *driver) tick() time.Duration {
 	elapsed := time.Since(d.start)
-	d.advance(d.scenarioTime(elapsed))
+	d.advance(min(d.scenarioTime(elapsed), d.horizon-1))
 	return elapsed
 }
 
 // release handles every event due by now (events at or after the horizon
-// never happen), and returns the wall-clock time since the start.
-func (d *driver) release() time.Duration {
+// never happen), and returns the wall-clock time since the start. Once
+// the horizon has passed on the wall clock (horizonWall), the run is
+// over: an event due over LateBy before now is handed on with missedBy
+// set, so that it sends nothing and counts in DriverStats.Missed, while
+// one due less than LateBy before now, which is not late, is handled as
+// usual, and its attempt is in flight at the end.
+func (d *driver) release(horizonWall time.Duration) time.Duration {
 	elapsed := d.tick()
 	for {
 		e, ok := d.q.peek()
@@ -656,8 +686,18 @@ func (d *driver) release() time.Duration {
 		}
 		d.q.pop()
 		d.advance(e.at)
+		if lag := elapsed - driverToWall(e.at, d.scale); elapsed >= horizonWall && lag > d.lateBy {
+			d.missedBy = lag
+		}
 		d.handle(e)
+		d.missedBy = 0
 	}
+}
+
+// miss counts an attempt that the run was over before it could send.
+func (d *driver) miss() {
+	d.stats.Missed++
+	d.stats.MaxLag = max(d.stats.MaxLag, d.missedBy)
 }
 
 // idle reports whether nothing more can happen before the horizon: no
@@ -710,6 +750,10 @@ func (d *driver) handle(e driverEvent) {
 	case drvArrival:
 		d.arrive(e.at, e.a)
 	case drvTry:
+		if d.missedBy > 0 {
+			d.miss() // still waiting when the run ended
+			return
+		}
 		r := &d.reqs[e.a]
 		if e.b == drvRetried {
 			d.delayed--
@@ -762,6 +806,10 @@ func (d *driver) newRequestFrom(at time.Duration, s int32) {
 // try makes request i's next attempt now, through its sender's dispatcher
 // and breaker.
 func (d *driver) try(i int32) {
+	if d.missedBy > 0 {
+		d.miss() // a request created after the run's end never tries
+		return
+	}
 	r := &d.reqs[i]
 	if d.workers > 0 && r.flags&drvHasWorker == 0 {
 		if !d.senders[r.sender].pool.Acquire(i, d.workers, d.next) {
@@ -1013,6 +1061,11 @@ func (d *driver) replay1(k int32) {
 		k = 0
 	}
 	if int(k) >= d.replayed {
+		return
+	}
+	if d.missedBy > 0 {
+		d.miss() // the dead letter stays in the queue
+		d.q.push(d.now+d.replayGap, drvReplay, k+1, 0)
 		return
 	}
 	i := d.dlqQueue[k]

@@ -63,6 +63,10 @@ func (d *driver) hedgeDue(i int32, gen uint8) {
 	if !d.policy.AllowHedge(d.senderOf(r), &r.retry, d.now) {
 		return
 	}
+	if d.missedBy > 0 {
+		d.miss()
+		return
+	}
 	d.run.Hedges++
 	r.tag++
 	r.bucket = int32(min(d.sampled, len(d.run.Series)-1))
