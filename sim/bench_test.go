@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/zeontools/herdlab/internal/gcfloor"
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 )
@@ -77,8 +78,12 @@ const runsPerCall = 100
 // buckets and the figures) shows: runs of one request (2 events: the
 // fixed cost, with 120 buckets of 1 s), and runs of each strategy of the
 // AWS study at 10 clients (scenarios/aws-occ-10.yaml), runsPerCall at a
-// time, each with its summary. It reports the events of a run, and the
-// time per run and per event.
+// time, each with its summary. Each runs as the herdlab command runs
+// them, with the heap floor it sets (heap-floor: HeapFloor, see
+// internal/gcfloor), and with the collector's default (default-gc): a
+// run's heap is mostly its results, garbage once summarized, and the
+// collections of a small heap are much of what a small run costs. It
+// reports the events of a run, and the time per run and per event.
 func BenchmarkSmallRuns(b *testing.B) {
 	one, err := scenarios.Parse("one.yaml", []byte("duration: 2m\nworkload: {requests: 1}\nstrategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]\n"))
 	require.NoError(b, err)
@@ -88,23 +93,30 @@ func BenchmarkSmallRuns(b *testing.B) {
 		name string
 		sc   *scenarios.Scenario
 	}{{"one-request", one}, {"aws-occ-10", occ}} {
-		b.Run(c.name, func(b *testing.B) {
-			b.ReportAllocs()
-			sc := *c.sc
-			sc.Runs = runsPerCall
-			var events, runs int64
-			for b.Loop() {
-				res, err := Run(context.Background(), &sc, Options{Parallel: 1})
-				require.NoError(b, err)
-				for _, r := range res.Runs {
-					events += r.Events
-					runs++
+		for _, gc := range []struct {
+			name  string
+			floor uint64
+		}{{"heap-floor", HeapFloor}, {"default-gc", 0}} {
+			b.Run(c.name+"/"+gc.name, func(b *testing.B) {
+				defer gcfloor.Set(gc.floor)()
+				runtime.GC()
+				b.ReportAllocs()
+				sc := *c.sc
+				sc.Runs = runsPerCall
+				var events, runs int64
+				for b.Loop() {
+					res, err := Run(context.Background(), &sc, Options{Parallel: 1})
+					require.NoError(b, err)
+					for _, r := range res.Runs {
+						events += r.Events
+						runs++
+					}
 				}
-			}
-			b.ReportMetric(float64(events)/float64(runs), "events/run")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/run")
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
-		})
+				b.ReportMetric(float64(events)/float64(runs), "events/run")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(runs), "ns/run")
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(events), "ns/event")
+			})
+		}
 	}
 }
 

@@ -25,6 +25,10 @@ type Needs struct {
 	Runs     int     // runs in all (strategies x replications)
 	AtOnce   int     // runs in progress at once
 	Rows     int64   // rows of timeseries.csv
+	// Floor is the heap the process may hold before a collection
+	// (HeapFloorUnder the memory limit): what Memory counts when the
+	// runs take less.
+	Floor int64
 
 	perRun  []need // what makes up PerRun, largest first
 	tooMany string // a graph's worst case beyond the event budget, if it is
@@ -39,15 +43,37 @@ type need struct {
 }
 
 // Memory returns the bytes the runs will take at their peak: every run
-// kept, AtOnce runs in progress, and the program itself.
+// kept, AtOnce runs in progress, and the program itself; or, when the
+// runs take less than Floor, what the heap may grow to before the
+// collector runs.
 func (n Needs) Memory() int64 {
-	return baseMemory + int64(n.Runs)*n.Kept + int64(n.AtOnce)*n.PerRun
+	return baseMemory + max(int64(n.Runs)*n.Kept+int64(n.AtOnce)*n.PerRun, n.Floor)
 }
 
 // baseMemory is the program's own memory beside its runs: code, charts
 // being drawn, buffers (measured: herdlab run of a one-request scenario
-// peaks at 46 MB resident).
+// peaks at 46 MB resident; 52-55 MB on 2026-12-03).
 const baseMemory = 48 << 20
+
+// HeapFloor is the least heap goal that the herdlab command sets for its
+// process (internal/gcfloor), when its memory limit leaves room for it
+// (HeapFloorUnder): the collector lets the heap grow to it before it
+// runs. Small runs, whose heap is mostly garbage (their results kept,
+// little else), then collect far less often: a run of one request costs
+// half the time (BenchmarkSmallRuns). Past half of it, the collector runs
+// as it would without.
+const HeapFloor = 32 << 20
+
+// HeapFloorUnder returns the heap floor that a memory limit of limit
+// bytes leaves room for beside the program itself: HeapFloor, or less
+// (0 for no limit: HeapFloor). Under it, runs that fit the limit without
+// a floor fit it with one.
+func HeapFloorUnder(limit int64) int64 {
+	if limit <= 0 {
+		return HeapFloor
+	}
+	return min(max(limit-baseMemory, 0), HeapFloor)
+}
 
 // MaxRows bounds the rows of timeseries.csv (about 60 bytes each): a file
 // a spreadsheet or a script can still open.
@@ -103,7 +129,7 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	if len(opts.Strategies) > 0 {
 		strats = len(opts.Strategies)
 	}
-	n := Needs{Runs: strats * sc.Runs}
+	n := Needs{Runs: strats * sc.Runs, Floor: HeapFloorUnder(opts.MaxMemory)}
 	parallel := opts.Parallel
 	if parallel <= 0 {
 		parallel = runtime.GOMAXPROCS(0)

@@ -24,12 +24,26 @@ strategies:
   - {name: b, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
 `)
 	sc.Runs = 3
-	n := Estimate(sc, Options{Parallel: 2})
+	n := Estimate(sc, Options{Parallel: 3})
 	assert.Equal(t, 100000.0, n.Requests)
 	assert.Equal(t, 6, n.Runs)
-	assert.Equal(t, 2, n.AtOnce)
+	assert.Equal(t, 3, n.AtOnce)
 	assert.Equal(t, int64(6*1000), n.Rows)
-	assert.Equal(t, baseMemory+6*n.Kept+2*n.PerRun, n.Memory())
+	assert.Greater(t, 6*n.Kept+3*n.PerRun, int64(HeapFloor), "the runs take more than the heap floor")
+	assert.Equal(t, baseMemory+6*n.Kept+3*n.PerRun, n.Memory())
+	n.Runs, n.AtOnce = 1, 1
+	n.Kept, n.PerRun = 1000, 2000
+	assert.Equal(t, int64(baseMemory+HeapFloor), n.Memory(), "a run smaller than the heap floor")
+	// A memory limit leaves the floor what room it has: a run that fits
+	// the limit without a floor fits it with one.
+	limit := int64(baseMemory + 10<<20)
+	tight := Estimate(sc, Options{Parallel: 3, MaxMemory: limit})
+	assert.Equal(t, int64(10<<20), tight.Floor)
+	tight.Runs, tight.AtOnce, tight.Kept, tight.PerRun = 1, 1, 1000, 2000
+	assert.Equal(t, limit, tight.Memory())
+	assert.Equal(t, int64(HeapFloor), HeapFloorUnder(0), "no limit")
+	assert.Equal(t, int64(HeapFloor), HeapFloorUnder(1<<40))
+	assert.Zero(t, HeapFloorUnder(baseMemory/2))
 
 	one := Estimate(sc, Options{Parallel: 2, Strategies: []string{"b"}})
 	assert.Equal(t, 3, one.Runs)

@@ -17,6 +17,9 @@ import (
 	"syscall"
 
 	flag "github.com/spf13/pflag"
+
+	"github.com/zeontools/herdlab/internal/gcfloor"
+	"github.com/zeontools/herdlab/sim"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -57,7 +60,10 @@ var commands = map[string]*command{
 	"version":  versionCmd,
 }
 
-func main() { os.Exit(runMain(os.Args[1:])) }
+func main() {
+	gcfloor.Set(sim.HeapFloor) // GOGC in the environment overrides it
+	os.Exit(runMain(os.Args[1:]))
+}
 
 // runMain runs the command line args on the standard streams until
 // SIGINT or SIGTERM, and returns the exit code. The first signal asks the

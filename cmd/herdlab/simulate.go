@@ -11,6 +11,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/zeontools/herdlab/internal/gcfloor"
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
@@ -52,14 +53,17 @@ func readLimits(c *cli, fs *flag.FlagSet) (limits, bool) {
 		total, from := machineMemory()
 		l.memory = total / 4 * 3
 		l.about = fmt.Sprintf("3/4 of %s, %s", results.Bytes(total), from)
-		return l, true
+	} else {
+		n, err := parseSize(text)
+		if err != nil {
+			fmt.Fprintf(c.stderr, "herdlab %s: --max-memory %q: %v\n", fs.Name(), text, err)
+			return l, false
+		}
+		l.memory, l.about = n, "--max-memory"
 	}
-	n, err := parseSize(text)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "herdlab %s: --max-memory %q: %v\n", fs.Name(), text, err)
-		return l, false
-	}
-	l.memory, l.about = n, "--max-memory"
+	// The heap floor main set yields to the limit, as sim.Estimate
+	// counts it.
+	gcfloor.Cap(uint64(sim.HeapFloorUnder(l.memory)))
 	return l, true
 }
 
