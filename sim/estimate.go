@@ -60,14 +60,14 @@ const baseMemory = 48 << 20
 // (HeapFloorUnder): the collector lets the heap grow to it before it
 // runs. Small runs, whose heap is mostly garbage (their results kept,
 // little else), then collect far less often: a run of one request costs
-// half the time (BenchmarkSmallRuns). Past half of it, the collector runs
-// as it would without.
+// less than half the time (BenchmarkSmallRuns). Past half of it, the
+// collector runs as it would without.
 const HeapFloor = 32 << 20
 
 // HeapFloorUnder returns the heap floor that a memory limit of limit
 // bytes leaves room for beside the program itself: HeapFloor, or less
-// (0 for no limit: HeapFloor). Under it, runs that fit the limit without
-// a floor fit it with one.
+// (a limit of 0 is none: HeapFloor). Under it, runs that fit the limit
+// without a floor fit it with one.
 func HeapFloorUnder(limit int64) int64 {
 	if limit <= 0 {
 		return HeapFloor
