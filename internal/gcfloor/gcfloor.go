@@ -30,7 +30,8 @@ const startGoal = 4 << 20
 // the floor in force.
 var (
 	mu      sync.Mutex
-	floor   uint64                  // 0: none
+	active  bool                    // between Set and restore
+	floor   uint64                  // bytes
 	ceiling uint64 = math.MaxUint64 // see Cap
 	gen     int                     // counts Set calls, so that an old one's collections stop
 	before  int                     // GOGC when Set was called
@@ -49,10 +50,10 @@ func Set(f uint64) (restore func()) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	if floor == 0 {
+	if !active {
 		before = debug.SetGCPercent(100)
 	}
-	floor = f
+	active, floor = true, f
 	gen++
 	g := gen
 	adjustLocked()
@@ -68,8 +69,8 @@ func Set(f uint64) (restore func()) {
 	return func() {
 		mu.Lock()
 		defer mu.Unlock()
-		if gen == g && floor != 0 {
-			floor = 0
+		if gen == g && active {
+			active = false
 			gen++
 			debug.SetGCPercent(before)
 		}
@@ -83,7 +84,7 @@ func Cap(c uint64) {
 	mu.Lock()
 	defer mu.Unlock()
 	ceiling = c
-	if floor != 0 {
+	if active {
 		adjustLocked()
 	}
 }

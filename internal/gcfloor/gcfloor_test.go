@@ -3,6 +3,7 @@ package gcfloor
 import (
 	"math"
 	"runtime"
+	"runtime/debug"
 	"runtime/metrics"
 	"testing"
 	"time"
@@ -98,6 +99,16 @@ func TestSetHoldsTheGoalUntilRestored(t *testing.T) {
 	assert.EqualValues(t, 100, gcMetric("/gc/gogc:percent"), "GOGC as it was")
 	assert.Less(t, goalAfterGC(t), uint64(floor/2), "the heap goal once restored")
 	restore() // twice is harmless
+}
+
+func TestSetZeroRestoresGOGC(t *testing.T) {
+	t.Setenv("GOGC", "")
+	old := debug.SetGCPercent(300)
+	defer debug.SetGCPercent(old)
+	restore := Set(0)
+	assert.EqualValues(t, 100, gcMetric("/gc/gogc:percent"), "no floor: GOGC=100")
+	restore()
+	assert.EqualValues(t, 300, gcMetric("/gc/gogc:percent"), "GOGC as it was")
 }
 
 func TestSetLeavesAUsersGOGC(t *testing.T) {
