@@ -1039,24 +1039,26 @@ func TestDriverHedgedAttemptFailsWhenEveryCopyFails(t *testing.T) {
 }
 
 func TestDriverSendsNothingAfterTheHorizon(t *testing.T) {
-	// One request at scale 0.1 (buckets of 1 s are 100 ms on the wall
-	// clock, the horizon 200 ms): its first attempt fails and its retry
-	// is due at 1.5 s (150 ms). The progress bar stalls the loop at the
-	// first bucket's end until 250 ms, so the loop reaches the retry only
-	// after the horizon. The run is over by then: the retry is not sent
-	// but counted missed, and the run says it could not keep time.
+	// One request at scale 0.5 (buckets of 1 s are 500 ms on the wall
+	// clock, the horizon 1 s): its first attempt fails and its retry is
+	// due 1.2 s (600 ms) after the answer, before the horizon if the
+	// answer takes under 400 ms. The progress bar stalls the loop at the
+	// first bucket's end until 1.25 s, so the loop reaches the retry
+	// only after the horizon, more than LateBy (125 ms) late. The run is
+	// over by then: the retry is not sent but counted missed, and the run
+	// says it could not keep time.
 	rec := &driverRecorder{answer: driverFailFirst(1)}
-	sc, st := driverScenario(t, 1, driverStrategy(driverFixed(1500*time.Millisecond), 2, time.Second), func(sc *scenarios.Scenario) {
+	sc, st := driverScenario(t, 1, driverStrategy(driverFixed(1200*time.Millisecond), 2, time.Second), func(sc *scenarios.Scenario) {
 		sc.Duration = 2 * time.Second
 		sc.Bucket = time.Second
 	})
 	start := time.Now()
 	stall := func(n int) {
 		if n == 1 {
-			time.Sleep(250*time.Millisecond - time.Since(start))
+			time.Sleep(1250*time.Millisecond - time.Since(start))
 		}
 	}
-	run, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.1, Progress: stall})
+	run, stats := driverReplay(t, sc, st, DriverOptions{Target: driverServe(t, rec).URL, TimeScale: 0.5, Progress: stall})
 	assert.Len(t, rec.all(), 1, "nothing reached the server after the horizon")
 	assert.EqualValues(t, 1, run.Attempts)
 	assert.EqualValues(t, []int64{1, 0}, []int64{run.Series[0].Attempts, run.Series[1].Attempts})
@@ -1067,5 +1069,7 @@ func TestDriverSendsNothingAfterTheHorizon(t *testing.T) {
 	assert.EqualValues(t, 1, stats.Missed)
 	err := stats.Check()
 	require.ErrorIs(t, err, ErrDriverLate)
+	assert.Contains(t, err.Error(), "1 of 2 attempts went out more than 125ms late")
+	assert.Contains(t, err.Error(), "or not at all (1, which the loop reached after the horizon)")
 	t.Logf("%v", err)
 }
