@@ -344,6 +344,7 @@ func (n Needs) fit(limit int64) int {
 	if limit <= 0 {
 		return n.AtOnce
 	}
+	n.Floor = HeapFloorUnder(limit)
 	for n.AtOnce > 1 && n.Memory() > limit {
 		n.AtOnce--
 	}
@@ -373,7 +374,7 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name strin
 	if limit <= 0 {
 		return nil
 	}
-	n.AtOnce = 1
+	n.AtOnce, n.Floor = 1, HeapFloorUnder(limit)
 	if n.Memory() <= limit {
 		return nil
 	}

@@ -96,6 +96,34 @@ strategies:
 	require.ErrorAs(t, err, &se)
 }
 
+// TestFitLeavesTheHeapFloorWhatRoomItHas: a limit that runs smaller than
+// the heap floor fit without one is enough, whether it comes as Fit's
+// and FitUnits' limit or as Options.MaxMemory; the floor takes what is
+// left.
+func TestFitLeavesTheHeapFloorWhatRoomItHas(t *testing.T) {
+	sc := scenarioOf(t, `
+name: small
+duration: 1m
+server: {concurrency: 10}
+workload: {requests: 10}
+strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	n := Estimate(sc, Options{Parallel: 1})
+	runs := n.Kept + n.PerRun
+	require.Less(t, runs, int64(HeapFloor), "the run is smaller than the floor")
+	limit := int64(baseMemory) + runs
+	got, err := Fit(sc, Options{Parallel: 1}, limit)
+	require.NoError(t, err)
+	assert.Equal(t, 1, got)
+	_, err = FitUnits(sc, Options{Parallel: 1}, limit)
+	require.NoError(t, err)
+	_, err = Run(context.Background(), sc, Options{Parallel: 1, MaxMemory: limit})
+	require.NoError(t, err)
+	_, err = Fit(sc, Options{Parallel: 1}, limit-1)
+	require.Error(t, err, "one byte short")
+}
+
 func TestFitNamesWhatIsKept(t *testing.T) {
 	sc := scenarioOf(t, `
 name: kept

@@ -4,6 +4,10 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -118,4 +122,56 @@ strategies:
 	code, _, stderr = herdlab("run", file, "-o", out, "--max-events", "0")
 	assert.Equal(t, exitBadInput, code)
 	assert.Contains(t, stderr, "--max-events 0: want a number of events >= 1")
+}
+
+// heapGoals runs herdlab in a process of its own with GODEBUG=gctrace=1
+// and GOGC=gogc ("" for unset), and returns the heap goal of each
+// collection it did not force, in MiB.
+func heapGoals(t *testing.T, gogc string, args ...string) []int {
+	t.Helper()
+	cmd := herdlabProcess(args...)
+	cmd.Env = slices.DeleteFunc(cmd.Env, func(kv string) bool {
+		return strings.HasPrefix(kv, "GOGC=") || strings.HasPrefix(kv, "GODEBUG=")
+	})
+	cmd.Env = append(cmd.Env, "GODEBUG=gctrace=1")
+	if gogc != "" {
+		cmd.Env = append(cmd.Env, "GOGC="+gogc)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	var goals []int
+	for _, m := range regexp.MustCompile(`(?m)^gc \d+ .* (\d+) MB goal.*$`).FindAllStringSubmatch(stderr.String(), -1) {
+		if strings.Contains(m[0], "(forced)") {
+			continue
+		}
+		goal, err := strconv.Atoi(m[1])
+		require.NoError(t, err)
+		goals = append(goals, goal)
+	}
+	return goals
+}
+
+// TestTheCommandKeepsAHeapFloor: herdlab's process lets its heap grow to
+// sim.HeapFloor (32 MiB) before it collects, not to the runtime's 4 MiB,
+// through 2,000 runs of a few clients; GOGC in the environment overrides
+// the floor, and --max-memory bounds it.
+func TestTheCommandKeepsAHeapFloor(t *testing.T) {
+	args := []string{"run", "../../scenarios/aws-occ-10.yaml", "--runs", "400", "-q", "--no-charts", "-o", t.TempDir()}
+	floor := heapGoals(t, "", args...)
+	t.Logf("heap goals with the floor: %v MiB", floor)
+	require.NotEmpty(t, floor, "the runs allocate enough to collect")
+	assert.GreaterOrEqual(t, slices.Min(floor), 31)
+	def := heapGoals(t, "100", args...)
+	t.Logf("heap goals at GOGC=100: %v MiB", def)
+	require.NotEmpty(t, def)
+	assert.Less(t, slices.Min(def), 16, "GOGC overrides the floor")
+	assert.Greater(t, len(def), len(floor), "more collections without the floor")
+
+	// --max-memory bounds it: 64 MB leaves 16 MiB beside the program's
+	// own 48, through a sweep of small runs.
+	capped := heapGoals(t, "", "sweep", "../../scenarios/aws-occ-10.yaml", "--vary", "workload.requests=10,20,30,40", "--max-memory", "64MB", "-q", "--out", filepath.Join(t.TempDir(), "sweep"))
+	t.Logf("heap goals under --max-memory 64MB: %v MiB", capped)
+	require.NotEmpty(t, capped)
+	assert.InDelta(t, 16, slices.Min(capped), 1, "the floor bounded, not gone")
 }

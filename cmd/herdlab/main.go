@@ -60,16 +60,16 @@ var commands = map[string]*command{
 	"version":  versionCmd,
 }
 
-func main() {
-	gcfloor.Set(sim.HeapFloor) // GOGC in the environment overrides it
-	os.Exit(runMain(os.Args[1:]))
-}
+func main() { os.Exit(runMain(os.Args[1:])) }
 
 // runMain runs the command line args on the standard streams until
 // SIGINT or SIGTERM, and returns the exit code. The first signal asks the
 // command to stop (within a second, keeping what is done); a second one
-// ends the process at once.
+// ends the process at once. It owns the process's collector: a heap
+// floor (internal/gcfloor) spares small runs most of their collections;
+// GOGC in the environment overrides it, --max-memory bounds it.
 func runMain(args []string) int {
+	gcfloor.Set(sim.HeapFloor)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	go func() {

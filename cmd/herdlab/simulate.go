@@ -61,7 +61,7 @@ func readLimits(c *cli, fs *flag.FlagSet) (limits, bool) {
 		}
 		l.memory, l.about = n, "--max-memory"
 	}
-	// The heap floor main set yields to the limit, as sim.Estimate
+	// The heap floor runMain set yields to the limit, as sim.Estimate
 	// counts it.
 	gcfloor.Cap(uint64(sim.HeapFloorUnder(l.memory)))
 	return l, true

@@ -97,13 +97,13 @@ func adjustLocked() {
 	if sample[0].Value.Kind() == metrics.KindUint64 {
 		live = sample[0].Value.Uint64()
 	}
-	debug.SetGCPercent(Percent(f, live))
+	debug.SetGCPercent(percent(f, live))
 }
 
-// Percent returns the GOGC that makes the heap goal f bytes for a live
+// percent returns the GOGC that makes the heap goal f bytes for a live
 // heap of live bytes, or 100 when that is less: the goal is the larger of
 // live x (1 + GOGC/100) and startGoal x GOGC/100.
-func Percent(f, live uint64) int {
+func percent(f, live uint64) int {
 	switch {
 	case live >= f/2:
 		return 100

@@ -29,7 +29,7 @@ func TestPercent(t *testing.T) {
 		{2 * mb, 0, 100}, // below the starting goal: as without a floor
 		{0, 0, 100},
 	} {
-		assert.Equal(t, c.want, Percent(c.floor, c.live), "floor %d MiB, live %d bytes", c.floor/mb, c.live)
+		assert.Equal(t, c.want, percent(c.floor, c.live), "floor %d MiB, live %d bytes", c.floor/mb, c.live)
 	}
 }
 
