@@ -839,8 +839,11 @@ func (q *wheelQueue) migrate() {
 // the pending events.
 func (q *wheelQueue) check() {
 	loaded := max(q.winLoaded, 1)
-	perSlot := 0.0 // distinct times per loaded slot, if known
-	if q.winLoads >= 64 {
+	// Distinct times per loaded slot, if known: from 64 slots, or from
+	// a full window of events in fewer (slots of more than 64 events,
+	// which would otherwise never be judged too wide), but at least 8.
+	perSlot := 0.0
+	if q.winLoads >= 64 || q.winLoads >= 8 && q.winLoaded >= wheelCheckEvery {
 		perSlot = float64(q.winLoaded-q.winTies) / float64(q.winLoads)
 	}
 	poor := perSlot > 0 && (perSlot < wheelTarget/2 || perSlot > 2*wheelTarget) ||

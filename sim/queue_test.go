@@ -617,6 +617,34 @@ func TestQueueWheelAdapts(t *testing.T) {
 	}
 }
 
+// TestQueueWheelNarrowsWideSlots checks that a wheel whose slots have
+// become far too wide (a burst of ties widened them, say) narrows them
+// again. Its statistics judge a slot's width over a window of 4096
+// loaded events: with more than 64 events in a slot, a window held too
+// few slots to judge, and at 10^7 pending events of the hold model the
+// wheel sorted runs of 80 events for good, at twice the time a hold.
+func TestQueueWheelNarrowsWideSlots(t *testing.T) {
+	incr := holdIncrements("exp1s", 1<<16, 3)
+	mask := len(incr) - 1
+	q := newWheelQueue()
+	const pending = 200_000
+	for i := range pending {
+		q.push(incr[i&mask], 0, 0, 0)
+	}
+	hold := func(ops int) {
+		for i := range ops {
+			e, _ := q.pop()
+			q.push(e.at+incr[i&mask], 0, 0, 0)
+		}
+	}
+	hold(4 * pending)
+	fitted := q.shift
+	q.rebuild(fitted+5, q.pageBits, q.ringBits, q.earliest()) // 32 times too wide
+	hold(4 * pending)
+	t.Logf("slots fitted 2^%d ns, widened to 2^%d ns, then 2^%d ns", fitted, fitted+5, q.shift)
+	assert.LessOrEqual(t, q.shift, fitted+1, "the slots narrowed again")
+}
+
 // TestQueueWheelRunBounded checks that events pushed at the current time,
 // forever, do not grow the wheel's sorted run without bound.
 func TestQueueWheelRunBounded(t *testing.T) {
