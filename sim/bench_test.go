@@ -120,7 +120,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 	}
 }
 
-// BenchmarkScale runs scenarios/million.yaml at 1e6 and 1e7 requests,
+// BenchmarkScale runs scenarios/million.yaml at 1e5, 1e6 and 1e7 requests,
 // its server scaled with them (concurrency requests/1000, queue
 // requests/100), one run on one core, and in the same benchmark the bare
 // baseline: a typed binary heap (heapQueue) doing as many holds as the
@@ -130,7 +130,7 @@ func BenchmarkSmallRuns(b *testing.B) {
 // memory estimate against it (estimate/peak). Peak RSS is the process's:
 // run one size per process for it (-bench Scale/1e7).
 func BenchmarkScale(b *testing.B) {
-	for _, n := range []int{1e6, 1e7} {
+	for _, n := range []int{1e5, 1e6, 1e7} {
 		b.Run(sci(n), func(b *testing.B) {
 			sc := scaledMillion(b, n)
 			var cpu, heapCPU time.Duration
@@ -171,12 +171,17 @@ func BenchmarkScale(b *testing.B) {
 // size of the 1e7 run's requests (320 MB) over one the size of the 1e6
 // run's (32 MB) (see memoryLatency). An engine whose time were all
 // random reads would scale by 10 times that; one that never waited on
-// memory, by 10.
+// memory, by 10. And the event list's own: the timing wheel alone in the
+// hold model of full jitter (wheelHolds), its time per hold at 10^7
+// pending events over its time at 10^6, which bounds how linear an
+// engine built on it can be: times 10, the CPU ratio of two runs that
+// were nothing but those holds.
 func BenchmarkScaleInTurn(b *testing.B) {
 	small, large := scaledMillion(b, 1e6), scaledMillion(b, 1e7)
 	const smallReqs, largeReqs = 1e6 * int(unsafe.Sizeof(request{})), 1e7 * int(unsafe.Sizeof(request{}))
 	var small1, small2, largeCPU time.Duration
 	var latSmall, latLarge float64
+	var holdSmall, holdLarge time.Duration
 	for b.Loop() {
 		c, _ := timeRun(b, small)
 		small1 += c
@@ -187,6 +192,9 @@ func BenchmarkScaleInTurn(b *testing.B) {
 		b.StopTimer()
 		latSmall += memoryLatency(smallReqs, 1<<22)
 		latLarge += memoryLatency(largeReqs, 1<<22)
+		holdSmall += wheelHolds(1e6, 2e7)
+		holdLarge += wheelHolds(1e7, 2e7)
+		debug.FreeOSMemory()
 		b.StartTimer()
 	}
 	runs := float64(b.N)
@@ -195,6 +203,7 @@ func BenchmarkScaleInTurn(b *testing.B) {
 	b.ReportMetric(largeCPU.Seconds()/runs, "cpu-s/1e7-run")
 	b.ReportMetric(largeCPU.Seconds()/smallCPU.Seconds(), "1e7/1e6")
 	b.ReportMetric(latLarge/latSmall, "read-latency-320MB/32MB")
+	b.ReportMetric(holdLarge.Seconds()/holdSmall.Seconds(), "wheel-hold-1e7/1e6")
 }
 
 // scaledMillion returns scenarios/million.yaml with n requests, its
@@ -283,6 +292,31 @@ func heapHolds(pending int, holds int64) time.Duration {
 	for i := range holds {
 		e, _ := q.pop()
 		q.push(e.at+incr[int(i)&mask], e.kind(), e.a, e.b)
+	}
+	return cpuTime() - start
+}
+
+// wheelHolds returns the CPU time of holds holds on the timing wheel
+// (the engine's event list) at pending events, in heapHolds' model, after
+// twice pending holds more to let the wheel adapt to them.
+func wheelHolds(pending int, holds int64) time.Duration {
+	incr := holdIncrements("unif60s", 1<<20, 11)
+	mask := len(incr) - 1
+	q := newWheelQueue()
+	defer q.release()
+	for i := range pending {
+		q.push(incr[i&mask], 0, int32(i), 0)
+	}
+	hold := func(i int) {
+		e, _ := q.pop()
+		q.push(e.at+incr[i&mask], e.kind(), e.a, e.b)
+	}
+	for i := range 2 * pending {
+		hold(i)
+	}
+	start := cpuTime()
+	for i := range int(holds) {
+		hold(i)
 	}
 	return cpuTime() - start
 }
