@@ -173,9 +173,9 @@ func BenchmarkScale(b *testing.B) {
 // random reads would scale by 10 times that; one that never waited on
 // memory, by 10. And the event list's own: the timing wheel alone in the
 // hold model of full jitter (wheelHolds), its time per hold at 10^7
-// pending events over its time at 10^6, which bounds how linear an
-// engine built on it can be: times 10, the CPU ratio of two runs that
-// were nothing but those holds.
+// pending events over its time at 10^6. Times 10, it is the ratio two
+// runs that were nothing but those holds would have: the part of the
+// engine's ratio that its event list alone brings.
 func BenchmarkScaleInTurn(b *testing.B) {
 	small, large := scaledMillion(b, 1e6), scaledMillion(b, 1e7)
 	const smallReqs, largeReqs = 1e6 * int(unsafe.Sizeof(request{})), 1e7 * int(unsafe.Sizeof(request{}))
