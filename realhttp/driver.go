@@ -155,14 +155,12 @@ func (s DriverStats) Check() error {
 	if due == 0 || float64(late) <= driverLateShare*float64(due) {
 		return nil
 	}
-	var err error
-	if s.Missed == 0 {
-		err = fmt.Errorf("%w: %d of %d attempts went out more than %s late (up to %s)",
-			ErrDriverLate, late, due, s.LateBy, s.MaxLag.Round(time.Millisecond))
-	} else {
-		err = fmt.Errorf("%w: %d of %d attempts went out more than %s late (up to %s) or not at all (%d, which the loop reached after the horizon)",
-			ErrDriverLate, late, due, s.LateBy, s.MaxLag.Round(time.Millisecond), s.Missed)
+	never := ""
+	if s.Missed > 0 {
+		never = fmt.Sprintf(" or not at all (%d, which the loop reached after the horizon)", s.Missed)
 	}
+	err := fmt.Errorf("%w: %d of %d attempts went out more than %s late (up to %s)%s",
+		ErrDriverLate, late, due, s.LateBy, s.MaxLag.Round(time.Millisecond), never)
 	if s.ConnWaits > 0 {
 		err = fmt.Errorf("%w; %d waited for one of the %d connections (up to %s): raise the connection bound, or on a busy machine use a milder time scale or fewer requests",
 			err, s.ConnWaits, s.MaxConns, s.ConnWaitMax.Round(time.Millisecond))

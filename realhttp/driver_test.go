@@ -699,6 +699,7 @@ func TestDriverKeepsTime(t *testing.T) {
 
 	assert.NoError(t, DriverStats{Sent: 1000, Late: 50}.Check(), "5% late is within the bound")
 	assert.ErrorIs(t, DriverStats{Sent: 1000, Late: 51}.Check(), ErrDriverLate)
+	assert.NotContains(t, DriverStats{Sent: 1000, Late: 51}.Check().Error(), "not at all", "none missed")
 }
 
 func TestDriverConnsNeeded(t *testing.T) {
