@@ -175,36 +175,62 @@ func BenchmarkScale(b *testing.B) {
 // hold model of full jitter (wheelHolds), its time per hold at 10^7
 // pending events over its time at 10^6. Times 10, it is the ratio two
 // runs that were nothing but those holds would have: the part of the
-// engine's ratio that its event list alone brings.
+// engine's ratio that its event list alone brings. And the least any
+// engine of this design must do (floorHolds: those holds with a random
+// request read and written behind each): least-1e7/1e6 is the ratio an
+// engine as fast per event as this one at 1e6 would reach if at 1e7 it
+// cost no more per event than that floor does (floor-extra-ns/hold),
+// for the events the runs took (events-1e7/1e6). Where it is above 11,
+// an engine each of whose events reads a request at random from an array
+// of all of them, through an event list no better than this wheel, could
+// meet the target on this machine only by being slower at 1e6.
 func BenchmarkScaleInTurn(b *testing.B) {
 	small, large := scaledMillion(b, 1e6), scaledMillion(b, 1e7)
 	const smallReqs, largeReqs = 1e6 * int(unsafe.Sizeof(request{})), 1e7 * int(unsafe.Sizeof(request{}))
 	var small1, small2, largeCPU time.Duration
 	var latSmall, latLarge float64
-	var holdSmall, holdLarge time.Duration
+	var holdSmall, holdLarge, floorSmall, floorLarge time.Duration
+	var smallEvents, largeEvents int64
 	for b.Loop() {
-		c, _ := timeRun(b, small)
-		small1 += c
-		c, _ = timeRun(b, large)
-		largeCPU += c
-		c, _ = timeRun(b, small)
-		small2 += c
+		c, ev := timeRun(b, small)
+		small1, smallEvents = small1+c, smallEvents+ev
+		c, ev = timeRun(b, large)
+		largeCPU, largeEvents = largeCPU+c, largeEvents+ev
+		c, ev = timeRun(b, small)
+		small2, smallEvents = small2+c, smallEvents+ev
 		b.StopTimer()
 		latSmall += memoryLatency(smallReqs, 1<<22)
 		latLarge += memoryLatency(largeReqs, 1<<22)
-		holdSmall += wheelHolds(1e6, 2e7)
-		holdLarge += wheelHolds(1e7, 2e7)
+		holdSmall += wheelHolds(1e6, floorHoldCount)
+		holdLarge += wheelHolds(1e7, floorHoldCount)
+		floorSmall += floorHolds(1e6, floorHoldCount)
+		floorLarge += floorHolds(1e7, floorHoldCount)
 		debug.FreeOSMemory()
 		b.StartTimer()
 	}
 	runs := float64(b.N)
 	smallCPU := (small1 + small2) / 2
+	smallEvents /= 2
 	b.ReportMetric(smallCPU.Seconds()/runs, "cpu-s/1e6-run")
 	b.ReportMetric(largeCPU.Seconds()/runs, "cpu-s/1e7-run")
 	b.ReportMetric(largeCPU.Seconds()/smallCPU.Seconds(), "1e7/1e6")
 	b.ReportMetric(latLarge/latSmall, "read-latency-320MB/32MB")
 	b.ReportMetric(holdLarge.Seconds()/holdSmall.Seconds(), "wheel-hold-1e7/1e6")
+	b.ReportMetric(floorLarge.Seconds()/floorSmall.Seconds(), "floor-hold-1e7/1e6")
+	// The least ratio an engine as fast as this one at 1e6 could reach:
+	// its time per event at 1e6 plus what the floor's hold costs more at
+	// 10^7, times the events of the 1e7 run.
+	perEvent := smallCPU.Seconds() / float64(smallEvents)
+	extra := (floorLarge - floorSmall).Seconds() / (runs * floorHoldCount)
+	b.ReportMetric(float64(largeEvents)/float64(smallEvents), "events-1e7/1e6")
+	b.ReportMetric(perEvent*1e9, "cpu-ns/1e6-event")
+	b.ReportMetric(extra*1e9, "floor-extra-ns/hold")
+	b.ReportMetric(float64(largeEvents)*(perEvent+extra)/(float64(smallEvents)*perEvent), "least-1e7/1e6")
 }
+
+// floorHoldCount is how many holds wheelHolds and floorHolds time in
+// BenchmarkScaleInTurn.
+const floorHoldCount = 2e7
 
 // scaledMillion returns scenarios/million.yaml with n requests, its
 // server scaled with them: concurrency n/1000, queue n/100.
@@ -337,4 +363,63 @@ func maxRSS() int64 {
 		return 0
 	}
 	return ru.Maxrss * 1024
+}
+
+// floorHolds returns the CPU time of holds holds in wheelHolds' model
+// with a request behind each event, as in a run: pending requests of 32
+// bytes, one pending event each, in no particular order. A hold
+// prefetches as the engine does (world.prefetchRun), pops the earliest
+// event, reads and writes the request it names and pushes that request's
+// next event. It is the least an engine must do whose events each touch
+// a request of millions: what it costs more per hold at 10^7 than at
+// 10^6 is the machine's, not herdlab's.
+func floorHolds(pending int, holds int64) time.Duration {
+	incr := holdIncrements("unif60s", 1<<20, 11)
+	mask := len(incr) - 1
+	q := newWheelQueue()
+	defer q.release()
+	reqs := hugeSlice[request](pending)[:pending]
+	base := unsafe.Pointer(unsafe.SliceData(reqs))
+	for i := range pending {
+		q.push(incr[i&mask], 0, int32(i), 0)
+	}
+	var loads uint64
+	hold := func(i int) {
+		e, _ := q.pop()
+		if run, l := q.upcoming(); l != loads {
+			loads = l
+			prefetchRequests(run, base, pending, nil, 0)
+			prefetchRequests(q.following(), base, pending, nil, 0)
+		}
+		r := &reqs[e.a]
+		r.attempts++
+		r.sentAt = e.at
+		q.push(e.at+incr[i&mask], e.kind(), e.a, r.attempts)
+	}
+	for i := range 2 * pending {
+		hold(i)
+	}
+	start := cpuTime()
+	for i := range int(holds) {
+		hold(i)
+	}
+	return cpuTime() - start
+}
+
+// BenchmarkFloor measures floorHolds at 10^6 and 10^7 pending events and
+// requests: the time per hold of the least a run of that many requests
+// must do per event.
+func BenchmarkFloor(b *testing.B) {
+	for _, n := range []int{1e6, 1e7} {
+		b.Run("pending="+sci(n), func(b *testing.B) {
+			var cpu time.Duration
+			for b.Loop() {
+				cpu += floorHolds(n, floorHoldCount)
+				b.StopTimer()
+				debug.FreeOSMemory()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/floorHoldCount, "ns/hold")
+		})
+	}
 }
