@@ -178,8 +178,8 @@ func BenchmarkScale(b *testing.B) {
 // engine's ratio that its event list alone brings. And the least any
 // engine of this design must do (floorHolds: those holds with a random
 // request read and written behind each): least-1e7/1e6 is the ratio an
-// engine as fast per event as this one at 1e6 would reach if at 1e7 it
-// cost no more per event than that floor does (floor-extra-ns/hold),
+// engine as fast per event as this one at 1e6 would reach if an event at
+// 1e7 cost it no more extra than the floor's hold (floor-extra-ns/hold),
 // for the events the runs took (events-1e7/1e6). Where it is above 11,
 // an engine each of whose events reads a request at random from an array
 // of all of them, through an event list no better than this wheel, could
@@ -370,9 +370,10 @@ func maxRSS() int64 {
 // bytes, one pending event each, in no particular order. A hold
 // prefetches as the engine does (world.prefetchRun), pops the earliest
 // event, reads and writes the request it names and pushes that request's
-// next event. It is the least an engine must do whose events each touch
-// a request of millions: what it costs more per hold at 10^7 than at
-// 10^6 is the machine's, not herdlab's.
+// next event. It is the least an engine does whose events each touch a
+// request of millions through this event list: what it costs more per
+// hold at 10^7 than at 10^6 is the machine's and the wheel's, none of it
+// the rest of the engine's.
 func floorHolds(pending int, holds int64) time.Duration {
 	incr := holdIncrements("unif60s", 1<<20, 11)
 	mask := len(incr) - 1
@@ -407,8 +408,8 @@ func floorHolds(pending int, holds int64) time.Duration {
 }
 
 // BenchmarkFloor measures floorHolds at 10^6 and 10^7 pending events and
-// requests: the time per hold of the least a run of that many requests
-// must do per event.
+// requests: the least an engine of this design does per event, in a run
+// of that many requests.
 func BenchmarkFloor(b *testing.B) {
 	for _, n := range []int{1e6, 1e7} {
 		b.Run("pending="+sci(n), func(b *testing.B) {
