@@ -326,17 +326,30 @@ func heapHolds(pending int, holds int64) time.Duration {
 // (the engine's event list) at pending events, in heapHolds' model, after
 // twice pending holds more to let the wheel adapt to them.
 func wheelHolds(pending int, holds int64) time.Duration {
-	incr := holdIncrements("unif60s", 1<<20, 11)
-	mask := len(incr) - 1
-	q := newWheelQueue()
+	q, incr := holdWheel(pending)
 	defer q.release()
-	for i := range pending {
-		q.push(incr[i&mask], 0, int32(i), 0)
-	}
-	hold := func(i int) {
+	mask := len(incr) - 1
+	return timeHolds(pending, holds, func(i int) {
 		e, _ := q.pop()
 		q.push(e.at+incr[i&mask], e.kind(), e.a, e.b)
+	})
+}
+
+// holdWheel returns a timing wheel holding pending events of full
+// jitter's hold model, the ith naming i, and the increments of its holds
+// (a power of two of them).
+func holdWheel(pending int) (*wheelQueue, []time.Duration) {
+	incr := holdIncrements("unif60s", 1<<20, 11)
+	q := newWheelQueue()
+	for i := range pending {
+		q.push(incr[i&(len(incr)-1)], 0, int32(i), 0)
 	}
+	return q, incr
+}
+
+// timeHolds calls hold 2*pending times to let the event list adapt, then
+// returns the CPU time of holds calls more.
+func timeHolds(pending int, holds int64, hold func(i int)) time.Duration {
 	for i := range 2 * pending {
 		hold(i)
 	}
@@ -375,17 +388,13 @@ func maxRSS() int64 {
 // hold at 10^7 than at 10^6 is the machine's and the wheel's, none of it
 // the rest of the engine's.
 func floorHolds(pending int, holds int64) time.Duration {
-	incr := holdIncrements("unif60s", 1<<20, 11)
-	mask := len(incr) - 1
-	q := newWheelQueue()
+	q, incr := holdWheel(pending)
 	defer q.release()
+	mask := len(incr) - 1
 	reqs := hugeSlice[request](pending)[:pending]
 	base := unsafe.Pointer(unsafe.SliceData(reqs))
-	for i := range pending {
-		q.push(incr[i&mask], 0, int32(i), 0)
-	}
 	var loads uint64
-	hold := func(i int) {
+	return timeHolds(pending, holds, func(i int) {
 		e, _ := q.pop()
 		if run, l := q.upcoming(); l != loads {
 			loads = l
@@ -396,15 +405,7 @@ func floorHolds(pending int, holds int64) time.Duration {
 		r.attempts++
 		r.sentAt = e.at
 		q.push(e.at+incr[i&mask], e.kind(), e.a, r.attempts)
-	}
-	for i := range 2 * pending {
-		hold(i)
-	}
-	start := cpuTime()
-	for i := range int(holds) {
-		hold(i)
-	}
-	return cpuTime() - start
+	})
 }
 
 // BenchmarkFloor measures floorHolds at 10^6 and 10^7 pending events and
