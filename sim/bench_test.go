@@ -283,11 +283,11 @@ func timeRun(b *testing.B, sc *scenarios.Scenario) (cpu, sys time.Duration, even
 // herdlab is developed on, it grows with the array well past the cache,
 // and that growth bounds how linear in its requests a run whose requests
 // are read at random can be. The growth is the cost of translating the
-// address: past the cache every read misses alike, and 3,200 MB is 1,600
-// huge pages, within the few thousand entries of a current x86 TLB, yet
-// on the EPYC VM a read there takes three to seven times as long as at
-// 320 MB, as if the host backed the guest's memory with small pages (a
-// VM's translation is only as coarse as the finer of the two).
+// address: past the cache every read misses alike, and 3,200 MB is about
+// 1,500 huge pages, within the few thousand entries of a current x86
+// TLB, yet on the EPYC VM a read there takes three to seven times as
+// long as at 320 MB, as if the host backed the guest's memory with small
+// pages (a VM's translation is only as coarse as the finer of the two).
 func BenchmarkMemoryLatency(b *testing.B) {
 	for _, n := range []int{1e5, 1e6, 1e7, 1e8} {
 		size := n * int(unsafe.Sizeof(request{}))
