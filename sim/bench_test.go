@@ -265,10 +265,11 @@ func scaledMillion(b *testing.B, n int) *scenarios.Scenario {
 // the run's CPU time (user and system), the system's part of it, and the
 // run's events.
 func timeRun(b *testing.B, sc *scenarios.Scenario) (cpu, sys time.Duration, events int64) {
-	start, startSys := cpuTime(), sysTime()
+	cpu0, sys0 := cpuTimes()
 	res, err := Run(context.Background(), sc, Options{Parallel: 1})
 	require.NoError(b, err)
-	cpu, sys, events = cpuTime()-start, sysTime()-startSys, res.Runs[0].Events
+	cpu1, sys1 := cpuTimes()
+	cpu, sys, events = cpu1-cpu0, sys1-sys0, res.Runs[0].Events
 	res = nil
 	b.StopTimer()
 	debug.FreeOSMemory()
@@ -302,26 +303,15 @@ func BenchmarkMemoryLatency(b *testing.B) {
 }
 
 // memoryLatency returns the mean time of a read, in ns, along a random
-// cycle through the cache lines of an array of size bytes: reads reads
-// of one line each, every one waiting for the one before. Past
-// maxCycle lines, the cycle goes through one line, at random, of each
-// stretch of a few lines: as far apart as all of them, and far quicker
-// to lay.
+// cycle through the cache lines of an array of size bytes (cycleLines):
+// reads reads of one line each, every one waiting for the one before.
 func memoryLatency(size, reads int) float64 {
 	type line struct {
 		next int64
 		_    [56]byte
 	}
-	const maxCycle = 1 << 22
 	lines := hugeSlice[line](size / 64)[:size/64]
-	stretch := (len(lines) + maxCycle - 1) / maxCycle
-	rng := rand.New(rand.NewPCG(1, 2))
-	order := rng.Perm(len(lines) / stretch)
-	if stretch > 1 {
-		for i := range order {
-			order[i] = order[i]*stretch + rng.IntN(stretch)
-		}
-	}
+	order := cycleLines(len(lines), 1<<22)
 	for i, l := range order {
 		lines[l].next = int64(order[(i+1)%len(order)])
 	}
@@ -333,6 +323,22 @@ func memoryLatency(size, reads int) float64 {
 	ns := float64(time.Since(start).Nanoseconds()) / float64(reads)
 	runtime.KeepAlive(at)
 	return ns
+}
+
+// cycleLines returns the order in which memoryLatency's cycle visits n
+// lines: all of them in random order, or past most lines, one line at
+// random of each stretch of a few, in random order: as far apart as all
+// of them, and far quicker to lay. Each is visited once.
+func cycleLines(n, most int) []int {
+	stretch := (n + most - 1) / most
+	rng := rand.New(rand.NewPCG(1, 2))
+	order := rng.Perm(n / stretch)
+	if stretch > 1 {
+		for i := range order {
+			order[i] = order[i]*stretch + rng.IntN(stretch)
+		}
+	}
+	return order
 }
 
 // heapHolds returns the CPU time of holds holds on a heapQueue of pending
@@ -393,17 +399,21 @@ func timeHolds(pending int, holds int64, hold func(i int)) time.Duration {
 
 // cpuTime is the process's CPU time so far, user and system.
 func cpuTime() time.Duration {
-	ru := usage()
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	cpu, _ := cpuTimes()
+	return cpu
 }
 
-// sysTime is the system's part of cpuTime: the kernel's work for the
-// process, such as backing the memory it touches for the first time.
-func sysTime() time.Duration {
+// cpuTimes returns cpuTime and the system's part of it (the kernel's
+// work for the process, such as backing the memory it touches for the
+// first time), from one reading.
+func cpuTimes() (cpu, sys time.Duration) {
 	ru := usage()
-	return time.Duration(ru.Stime.Nano())
+	sys = time.Duration(ru.Stime.Nano())
+	return time.Duration(ru.Utime.Nano()) + sys, sys
 }
 
+// usage is the process's resource usage so far, zero where the system
+// cannot tell.
 func usage() syscall.Rusage {
 	var ru syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
@@ -461,4 +471,24 @@ func BenchmarkFloor(b *testing.B) {
 			b.ReportMetric(float64(cpu.Nanoseconds())/float64(b.N)/floorHoldCount, "ns/hold")
 		})
 	}
+}
+
+// TestCycleLines: memoryLatency's chase visits distinct lines, so that
+// no read finds its line still in the cache from the cycle before: all
+// of them below the bound, one of each stretch past it, spread within
+// its stretch.
+func TestCycleLines(t *testing.T) {
+	all := cycleLines(1000, 1000)
+	require.ElementsMatch(t, all, rand.Perm(1000))
+
+	some := cycleLines(1000, 300) // stretches of 4
+	require.Len(t, some, 250)
+	stretches, offsets := map[int]bool{}, map[int]int{}
+	for _, l := range some {
+		require.Less(t, l, 1000)
+		stretches[l/4] = true
+		offsets[l%4]++
+	}
+	require.Len(t, stretches, 250, "one line of each stretch")
+	require.Len(t, offsets, 4, "lines anywhere in their stretch, not at its start")
 }
