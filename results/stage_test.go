@@ -1,15 +1,19 @@
 package results
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -229,4 +233,91 @@ func TestStageWithoutExchange(t *testing.T) {
 	commit(t, dir, stageFiles(2, "summary.json"))
 	assert.Equal(t, map[string]string{"summary.json": "2"}, folder(t, dir))
 	assert.Equal(t, []string{"herd"}, siblings(t, dir), "no folder left aside")
+}
+
+// TestStageHelperProcess is the herdlab that TestStageKilledInTheSwap
+// kills: it replaces the folder HERDLAB_STAGE_CHILD names with generation
+// 2, pausing right after the swap (HERDLAB_TEST_PAUSE_IN_SWAP).
+func TestStageHelperProcess(t *testing.T) {
+	dir := os.Getenv("HERDLAB_STAGE_CHILD")
+	if dir == "" {
+		t.Skip("run by TestStageKilledInTheSwap")
+	}
+	commit(t, dir, stageFiles(2, "summary.json", "report.md"))
+	t.Fatal("the commit should have paused in the swap")
+}
+
+// TestStageKilledInTheSwap kills (SIGKILL) a process that replaces an
+// output folder at the worst moment: the new folder is in place, the old
+// one's sweep/ not yet carried over. The next run finds the sweep where
+// it was left and moves it back before anything else, and removes what
+// the killed one left beside the folder and inside it.
+func TestStageKilledInTheSwap(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "herd")
+	commit(t, dir, stageFiles(1, "summary.json", "report.md"))
+	sweep := filepath.Join(dir, "sweep")
+	require.NoError(t, os.MkdirAll(filepath.Join(sweep, "records"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(sweep, "records", "seg-000001.hlr"), []byte("records"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(sweep, "manifest.json"), []byte("{}"), 0o644))
+
+	paused := filepath.Join(t.TempDir(), "paused")
+	cmd := exec.Command(os.Args[0], "-test.run=^TestStageHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), "HERDLAB_STAGE_CHILD="+dir, "HERDLAB_TEST_PAUSE_IN_SWAP="+paused)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, err := os.Stat(paused); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("the helper never reached the swap: %s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+	cmd.Wait()
+
+	// Killed in the swap: the new files are in, the sweep stranded in
+	// the hidden folder beside them.
+	assert.Equal(t, map[string]string{"summary.json": "2", "report.md": "2"}, folder(t, dir))
+	assert.NoDirExists(t, sweep)
+	left := siblings(t, dir)
+	require.Len(t, left, 2, "the killed run's folder is left beside: %v", left)
+	// And a file half written by a killed run inside the folder.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".report.md.tmp123456"), []byte("half"), 0o644))
+
+	// The next run puts the sweep back, and cleans up.
+	commit(t, dir, stageFiles(3, "summary.json", "report.md"))
+	assert.Equal(t, map[string]string{"summary.json": "3", "report.md": "3"}, folder(t, dir), "no half-written file left")
+	data, err := os.ReadFile(filepath.Join(sweep, "records", "seg-000001.hlr"))
+	require.NoError(t, err, "the sweep is back in its place")
+	assert.Equal(t, "records", string(data))
+	assert.FileExists(t, filepath.Join(sweep, "manifest.json"))
+	assert.Equal(t, []string{"herd"}, siblings(t, dir), "nothing left beside the folder")
+}
+
+// TestRecoverLeavesALiveRunAlone: what a running herdlab is staging is
+// not a leftover.
+func TestRecoverLeavesALiveRunAlone(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "herd")
+	commit(t, dir, stageFiles(1, "summary.json"))
+	st, err := StageDir(dir)
+	require.NoError(t, err)
+	require.NoError(t, st.WriteFiles(stageFiles(2, "summary.json")))
+	require.NoError(t, Recover(dir))
+	assert.DirExists(t, st.Path(), "this process is alive: its staged folder stays")
+	require.NoError(t, st.Commit())
+	assert.Equal(t, map[string]string{"summary.json": "2"}, folder(t, dir))
+
+	// Without an exchange, a run killed between its two renames leaves
+	// no folder at all: the old one, moved aside, goes back.
+	aside := filepath.Join(filepath.Dir(dir), ".herd.old-999999999-1")
+	require.NoError(t, os.Rename(dir, aside))
+	require.NoError(t, Recover(dir))
+	assert.Equal(t, map[string]string{"summary.json": "2"}, folder(t, dir))
+	assert.Equal(t, []string{"herd"}, siblings(t, dir))
 }

@@ -275,7 +275,7 @@ func WriteTable(w io.Writer, s *Summary) error {
 // complete, and the folder synced, so that neither a crash nor a power
 // loss leaves a half-written or empty file at path.
 func WriteFile(path string, write func(io.Writer) error) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp*")
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-"+ownMark()+"*")
 	if err != nil {
 		return fmt.Errorf("writing %s: %w", path, unwrapPath(err))
 	}
