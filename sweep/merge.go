@@ -36,6 +36,9 @@ func Collect(dirs ...string) (*Records, error) {
 	var rs *Records
 	var shards []Shard
 	for _, dir := range dirs {
+		if err := results.Recover(dir); err != nil {
+			return nil, err
+		}
 		m, err := readManifest(dir)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, fmt.Errorf("%s: not a sweep folder (no manifest.json)", dir)
@@ -194,9 +197,13 @@ func pointValues(axes []results.Axis, p int) []string {
 // them.
 type Charts func(s *results.Sweep) ([]results.Image, error)
 
-// Write writes a sweep's outputs into dir, each file atomically:
-// sweep.csv, sweep.json, the charts (none when charts is nil) and
-// report.md.
+// Write writes a sweep's outputs into dir: sweep.csv, sweep.json, the
+// charts (none when charts is nil) and report.md, staged as a run's
+// folder is (results.StageDir), so that a reader, or a process killed at
+// any moment, finds all of the old outputs or all of the new, never a
+// mix: the folder is built beside dir with the outputs, dir's
+// manifest.json linked in, and swapped in whole; its records/ is carried
+// over (put back by the next sweep or merge if a kill comes between).
 func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 	var images []results.Image
 	if charts != nil {
@@ -205,13 +212,24 @@ func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 			return err
 		}
 	}
+	st, err := results.StageDir(dir)
+	if err != nil {
+		return err
+	}
+	defer st.Abort()
 	files := []results.File{
 		{Name: "sweep.csv", Write: func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
 		{Name: "sweep.json", Write: func(w io.Writer) error { return results.WriteSweepJSON(w, s) }},
 	}
 	files = append(files, results.ImageFiles(images)...)
 	files = append(files, results.File{Name: "report.md", Write: func(w io.Writer) error { return results.WriteSweepReport(w, s, images) }})
-	return results.WriteFiles(dir, files)
+	if err := st.WriteFiles(files); err != nil {
+		return err
+	}
+	if err := st.Keep("manifest.json"); err != nil {
+		return err
+	}
+	return st.Commit()
 }
 
 // Merge writes into out the sweep whose records Collect read from its
@@ -224,6 +242,9 @@ func Merge(out string, rs *Records, metric string, charts Charts) (*results.Swee
 	}
 	s, err := Build(rs, metric)
 	if err != nil {
+		return nil, err
+	}
+	if err := results.Recover(out); err != nil {
 		return nil, err
 	}
 	if err := os.MkdirAll(filepath.Join(out, "records"), 0o755); err != nil {

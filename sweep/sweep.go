@@ -278,6 +278,11 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	if shard == (Shard{}) {
 		shard = All
 	}
+	// A sweep killed while it swapped its outputs in may have left its
+	// records beside the folder: they are put back first.
+	if err := results.Recover(dir); err != nil {
+		return Stats{}, err
+	}
 	if err := os.MkdirAll(filepath.Join(dir, "records"), 0o755); err != nil {
 		return Stats{}, err
 	}
@@ -286,6 +291,9 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	}
 
 	records := filepath.Join(dir, "records")
+	if err := results.RemoveStale(records); err != nil {
+		return Stats{}, err
+	}
 	have, err := readFolder(&p.Spec, dir)
 	if err != nil {
 		return Stats{}, err

@@ -7,7 +7,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -275,4 +277,67 @@ func TestSweepChartsByNumberOfAxes(t *testing.T) {
 	report, err := os.ReadFile(filepath.Join(three, "report.md"))
 	require.NoError(t, err)
 	assert.Contains(t, string(report), "| workload.requests | server.outages[0].duration | server.queue | full-jitter |")
+}
+
+// TestSweepKilledInItsSwap kills (SIGKILL) a herdlab merge that rewrites
+// a sweep's outputs with another metric, at the worst moment: its new
+// outputs swapped in, the sweep's records not yet carried over. The
+// outputs are all of one merge, never a new sweep.json beside an old
+// report.md; the next sweep puts the records back, resumes with nothing
+// to run, and leaves nothing of the killed one behind.
+func TestSweepKilledInItsSwap(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "sweep")
+	code, _, errOut := herdlab("sweep", smallSweep, "--out", dir, "--format", "svg", "-q")
+	require.Equal(t, exitOK, code, errOut)
+	// A half-written file that an older herdlab, killed, left.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, ".report.md.tmp123456"), []byte("half"), 0o644))
+
+	paused := filepath.Join(t.TempDir(), "paused")
+	p := herdlabProcess("merge", dir, "--out", dir, "--metric", "delivered_ratio", "--format", "svg", "-q")
+	p.Env = append(p.Env, "HERDLAB_TEST_PAUSE_IN_SWAP="+paused)
+	var stderr bytes.Buffer
+	p.Stderr = &stderr
+	require.NoError(t, p.Start())
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if _, err := os.Stat(paused); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			p.Process.Kill()
+			p.Wait()
+			t.Fatalf("merge never reached its swap: %s", stderr.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, p.Process.Signal(syscall.SIGKILL))
+	p.Wait()
+
+	// Every output is the killed merge's: of one generation.
+	report, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	require.NoError(t, err)
+	data, err := os.ReadFile(filepath.Join(dir, "sweep.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"metric": "delivered_ratio"`)
+	assert.Contains(t, string(report), "delivered_ratio", "report.md is of the same merge as sweep.json")
+	assert.FileExists(t, filepath.Join(dir, "manifest.json"), "the manifest is in the new folder from the start")
+	assert.NoDirExists(t, filepath.Join(dir, "records"), "killed before the records were carried over")
+
+	// The next sweep finds its records and runs nothing again.
+	code, out, errOut := herdlab("sweep", smallSweep, "--out", dir, "--format", "svg")
+	require.Equal(t, exitOK, code, errOut)
+	assert.Contains(t, out, "ran 0 runs", "the records were put back")
+	assert.DirExists(t, filepath.Join(dir, "records"))
+	entries, err := os.ReadDir(root)
+	require.NoError(t, err)
+	assert.Len(t, entries, 1, "nothing left beside the sweep's folder")
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range entries {
+		assert.False(t, strings.HasPrefix(e.Name(), "."), "left in the sweep's folder: %s", e.Name())
+	}
+	data, err = os.ReadFile(filepath.Join(dir, "sweep.json"))
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"metric": "peak_load"`)
 }
