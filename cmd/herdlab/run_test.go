@@ -3,7 +3,10 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -172,4 +175,39 @@ func TestRunReplacesItsFolderWhole(t *testing.T) {
 	assert.Equal(t, exitBadInput, code)
 	assert.Contains(t, stderr, "both write "+filepath.Join(dir, "twice", "small"))
 	assert.NoDirExists(t, filepath.Join(dir, "twice", "small"))
+}
+
+// TestRunRemovesWhatAKilledRunLeft: a run killed (SIGKILL) while it
+// simulates leaves its staging folder beside the output folder; the next
+// run into that folder removes it.
+func TestRunRemovesWhatAKilledRunLeft(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "small.yaml", small)
+	long := writeScenario(t, dir, "long.yaml", strings.Replace(small, "requests: 2000", "requests: 1000000\nruns: 50", 1))
+	out := filepath.Join(dir, "out")
+	code, _, stderr := herdlab("run", file, "-o", out, "-q", "--no-charts")
+	require.Equal(t, exitOK, code, stderr)
+
+	p := herdlabProcess("run", long, "-o", out, "-q", "--no-charts", "--parallel", "1")
+	require.NoError(t, p.Start())
+	var left []string
+	deadline := time.Now().Add(30 * time.Second)
+	for len(left) == 0 && time.Now().Before(deadline) {
+		left, _ = filepath.Glob(filepath.Join(dir, ".out.new-*"))
+		time.Sleep(10 * time.Millisecond)
+	}
+	require.NoError(t, p.Process.Signal(syscall.SIGKILL))
+	p.Wait()
+	require.NotEmpty(t, left, "the killed run had staged its folder")
+	require.DirExists(t, left[0], "and left it")
+
+	code, _, stderr = herdlab("run", file, "-o", out, "-q", "--no-charts")
+	require.Equal(t, exitOK, code, stderr)
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var names []string
+	for _, e := range entries {
+		names = append(names, e.Name())
+	}
+	assert.Equal(t, []string{"long.yaml", "out", "small.yaml"}, names, "the killed run's folder is gone")
 }
