@@ -81,7 +81,7 @@ func slack(b, tolerance float64) (float64, string) {
 func Baseline(s, base *results.Summary, tolerance float64) []Result {
 	old := map[string]figures{}
 	for i := range base.Strategies {
-		old[base.Strategies[i].Name] = newFigures(&base.Strategies[i])
+		old[base.Strategies[i].Name] = newFigures(&base.Strategies[i], base.Runs)
 	}
 	ran := map[string]bool{}
 	var out []Result
@@ -94,7 +94,7 @@ func Baseline(s, base *results.Summary, tolerance float64) []Result {
 				Skipped: true, Note: st.Name + " is not in the baseline"})
 			continue
 		}
-		now := newFigures(st)
+		now := newFigures(st, s.Runs)
 		names, worse := watched(st)
 		for k, figure := range names {
 			b, v := was.get(figure), now.get(figure)
@@ -121,6 +121,9 @@ func Baseline(s, base *results.Summary, tolerance float64) []Result {
 				} else {
 					limit := b.x - d
 					r.Bound, r.Min, r.Pass = fmt.Sprintf(">= %s (baseline %s -%s)", num(limit), num(b.x), by), &limit, v.x >= limit
+				}
+				if v.lacking != "" {
+					r.Pass, r.Note = false, v.lacking
 				}
 			}
 			out = append(out, r)

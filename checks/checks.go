@@ -12,6 +12,15 @@
 //
 // A check on a strategy that did not run (check --strategy) is skipped:
 // reported as such, neither passed nor failed.
+//
+// A figure never passes a check that it cannot support: a recovery,
+// drain or recovered-runs check fails on a strategy that delivered
+// nothing (its clients gave up on every request, and an idle server is no
+// recovery) or left nothing to recover, and on a scenario without an
+// outage (a drain still counts where dead letters were replayed); a load
+// check fails on a strategy that delivered nothing; and a
+// check on a figure that some runs lack (one run never recovered) fails,
+// since the mean of the others says nothing of them.
 package checks
 
 import (
@@ -94,6 +103,9 @@ type value struct {
 	x, ci float64
 	ok    bool
 	why   string // why there is none
+	// lacking says which runs lack the figure, whose mean is over the
+	// others: a check on it fails.
+	lacking string
 }
 
 func (v value) lo() float64 { return v.x - v.ci }
@@ -116,7 +128,7 @@ func (v value) String() string {
 func Evaluate(sc *scenarios.Scenario, s *results.Summary) []Result {
 	figs := map[string]figures{}
 	for i := range s.Strategies {
-		figs[s.Strategies[i].Name] = newFigures(&s.Strategies[i])
+		figs[s.Strategies[i].Name] = newFigures(&s.Strategies[i], s.Runs)
 	}
 	var out []Result
 	for i, c := range sc.Checks {
@@ -165,6 +177,9 @@ func judge(v value, min, max *float64) (bool, string) {
 	if !v.ok {
 		return false, "no value"
 	}
+	if v.lacking != "" {
+		return false, v.lacking
+	}
 	pass, fail := true, false
 	if min != nil {
 		pass = pass && v.lo() >= *min
@@ -208,6 +223,11 @@ func compare(expr string, figs map[string]figures) Result {
 		r.Note = "no value"
 		return r
 	}
+	if l.lacking != "" || rv.lacking != "" {
+		r.Note = strings.TrimPrefix(l.lacking+"; "+rv.lacking, "; ")
+		r.Note = strings.TrimSuffix(r.Note, "; ")
+		return r
+	}
 	// The worst case for the comparison: the left interval's far end
 	// against the right's.
 	worstL, worstR := l.hi(), rv.lo()
@@ -238,23 +258,47 @@ func operand(o scenarios.Operand, figs map[string]figures) value {
 type figures struct {
 	mean, ci results.Named
 	// nothingLeft: the strategy left nothing to recover, so its
-	// recovery time (0 s) is no figure to hold to a bound.
-	nothingLeft bool
+	// recovery, drain and recovered runs are no figures to hold to a
+	// bound; nothingDelivered: it delivered nothing, so neither are they
+	// nor its load; noOutage: there was no outage to recover from.
+	nothingLeft, nothingDelivered, noOutage bool
+	// replayed: dead letters were replayed, so a strategy that left
+	// nothing at the end of the outage still drains them.
+	replayed bool
+	runs     int
+	without  map[string]int
 }
 
-func newFigures(st *results.StrategySummary) figures {
-	f := figures{mean: results.NamedFigures(st), nothingLeft: st.Recovery == results.NothingLeft}
+func newFigures(st *results.StrategySummary, runs int) figures {
+	f := figures{mean: results.NamedFigures(st), nothingLeft: st.Recovery == results.NothingLeft,
+		nothingDelivered: st.Delivered == 0 && st.Requests > 0, noOutage: st.Recovery == results.NoOutage,
+		replayed: st.Replayed > 0, runs: runs, without: st.RunsWithout}
 	if st.CI95 != nil {
 		f.ci = results.NamedFigures(st.CI95)
 	}
 	return f
 }
 
+// unsupported says why a strategy's figure, though it has a value,
+// supports no check, or "".
+func (f figures) unsupported(name string) string {
+	recovery := name == "recovery_time_s" || name == "recovered_runs"
+	switch {
+	case f.noOutage && recovery:
+		return "no outage: there was nothing to recover from"
+	case f.nothingDelivered && (recovery || name == "drain_time_s" || name == "peak_load_ratio"):
+		return "delivered nothing: its clients gave up on every request, and an idle server is no recovery, no drain and no calm"
+	case f.nothingLeft && (recovery || name == "drain_time_s" && !f.replayed):
+		return "nothing left to recover: every request was given up or delivered before the outage ended"
+	}
+	return ""
+}
+
 // get returns the figure named name, such as peak_load_ratio or
 // latency_s.p99.
 func (f figures) get(name string) value {
-	if name == "recovery_time_s" && f.nothingLeft {
-		return value{why: "nothing left to recover: every request was given up or delivered before the outage ended"}
+	if why := f.unsupported(name); why != "" {
+		return value{why: why}
 	}
 	if svc, fig, ok := scenarios.ServiceFigure(name); ok && fig == "recovery_time_s" {
 		if n, ok := f.mean.Get("services." + svc + ".attempts_after_outage"); ok && n == 0 {
@@ -268,6 +312,13 @@ func (f figures) get(name string) value {
 	v := value{x: x, ok: true}
 	if ci, ok := f.ci.Get(name); ok {
 		v.ci = ci
+	}
+	key := name
+	if strings.HasPrefix(name, "latency_s.") {
+		key = "latency_s"
+	}
+	if n := f.without[key]; n > 0 {
+		v.lacking = fmt.Sprintf("%d of %d runs have no %s (%s): the mean of the others says nothing of them", n, f.runs, name, noValue(name))
 	}
 	return v
 }
@@ -291,20 +342,34 @@ func noValue(name string) string {
 	return "no value"
 }
 
+// boundString shows a bound as written: 0.99999 stays 0.99999.
 func boundString(b scenarios.Bound) string {
 	switch {
 	case b.Min != nil && b.Max != nil:
-		return "in [" + num(*b.Min) + ", " + num(*b.Max) + "]"
+		return "in [" + exact(*b.Min) + ", " + exact(*b.Max) + "]"
 	case b.Min != nil:
-		return ">= " + num(*b.Min)
+		return ">= " + exact(*b.Min)
 	}
-	return "<= " + num(*b.Max)
+	return "<= " + exact(*b.Max)
 }
 
-// num formats a figure: up to four significant decimals.
+// exact formats x in the fewest digits that give it back.
+func exact(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', -1, 64)
+}
+
+// num formats a figure: up to four significant decimals, more where four
+// would round a fraction to a whole number (0.99997 is not 1).
 func num(x float64) string {
 	if x == math.Trunc(x) && math.Abs(x) < 1e15 {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
-	return strconv.FormatFloat(x, 'g', 4, 64)
+	text := strconv.FormatFloat(x, 'g', 4, 64)
+	if y, err := strconv.ParseFloat(text, 64); err == nil && y == math.Trunc(y) {
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	}
+	return text
 }

@@ -256,7 +256,7 @@ func TestFiguresNamedByChecksExistInSummaries(t *testing.T) {
 	s.Strategies[0].CompletionTimeS = ptr(1)
 	s.Strategies[0].BacklogAtOutageEnd = ptr(1)
 	s.Strategies[0].Delivered = 1
-	f := newFigures(&s.Strategies[0])
+	f := newFigures(&s.Strategies[0], 1)
 	for _, name := range scenarios.Figures {
 		assert.True(t, f.get(name).ok, name)
 	}
@@ -264,14 +264,14 @@ func TestFiguresNamedByChecksExistInSummaries(t *testing.T) {
 	// Nothing left to recover: its 0 s is not a recovery time to pass a
 	// bound.
 	s.Strategies[0].Recovery = results.NothingLeft
-	rec := newFigures(&s.Strategies[0]).get("recovery_time_s")
+	rec := newFigures(&s.Strategies[0], 1).get("recovery_time_s")
 	assert.False(t, rec.ok)
 	assert.Contains(t, rec.why, "nothing left to recover")
 	s.Strategies[0].Recovery = results.Recovered
 
 	// Nothing delivered: no latency to bound, not one of 0 s.
 	s.Strategies[0].Delivered = 0
-	p99 := newFigures(&s.Strategies[0]).get("latency_s.p99")
+	p99 := newFigures(&s.Strategies[0], 1).get("latency_s.p99")
 	assert.False(t, p99.ok)
 	assert.Equal(t, "nothing delivered", p99.why)
 }
@@ -370,7 +370,9 @@ func TestWriteJUnit(t *testing.T) {
 	assert.Nil(t, suite.Cases[0].Failure)
 	require.NotNil(t, suite.Cases[1].Failure)
 	assert.Equal(t, "value 25", suite.Cases[1].Failure.Message)
-	assert.NotNil(t, suite.Cases[2].Skipped, "a lint warning is a skipped case")
+	assert.Nil(t, suite.Cases[2].Skipped, "a lint warning is no skipped check")
+	assert.Nil(t, suite.Cases[2].Failure, "nor a failure")
+	assert.Contains(t, suite.Cases[2].SystemOut, "warning: ")
 
 	// A check on a strategy not run is a skipped case, not a failure.
 	rs := reports(t)
@@ -382,14 +384,15 @@ func TestWriteJUnit(t *testing.T) {
 	assert.Equal(t, 0, doc.Failures)
 	require.NotNil(t, doc.Suites[0].Cases[1].Skipped)
 	assert.Contains(t, doc.Suites[0].Cases[1].Skipped.Message, "not run")
-	assert.Equal(t, 2, doc.Suites[0].Skipped)
+	assert.Equal(t, 1, doc.Suites[0].Skipped, "the check not run; the lint warning is not skipped")
+	assert.Equal(t, 1, doc.Skipped)
 
 	// A baseline figure's case says how the tolerance applied.
 	rs[0].Checks = Baseline(summary(), summary(), 0.05)
 	buf.Reset()
 	require.NoError(t, WriteJUnit(&buf, rs))
 	assert.Contains(t, buf.String(), `name="jitter baseline delivered_ratio &gt;= 0.9495 (baseline 0.9995 -0.05 absolute)"`)
-	assert.Contains(t, buf.String(), `name="jitter baseline peak_load &lt;= 2168 (baseline 2065 +5% relative)"`)
+	assert.Contains(t, buf.String(), `name="jitter baseline peak_load &lt;= 2168.25 (baseline 2065 +5% relative)"`)
 }
 
 func TestLintErrorsFailWithoutStrict(t *testing.T) {

@@ -150,12 +150,17 @@ func WriteJSON(w io.Writer, reports []*Report) error {
 }
 
 // The JUnit XML format that CI systems read: a suite per scenario, a case
-// per check and per lint finding.
+// per check and per lint finding. Skipped means what it means in the
+// other formats: a check that was not judged (its strategy did not run,
+// or its scenario has no baseline). A lint finding either fails the
+// report or passes with its warning in system-out: it is never skipped,
+// so that every format counts the same skipped checks.
 type (
 	junitSuites struct {
 		XMLName  xml.Name     `xml:"testsuites"`
 		Tests    int          `xml:"tests,attr"`
 		Failures int          `xml:"failures,attr"`
+		Skipped  int          `xml:"skipped,attr"`
 		Suites   []junitSuite `xml:"testsuite"`
 	}
 	junitSuite struct {
@@ -170,6 +175,7 @@ type (
 		Classname string        `xml:"classname,attr"`
 		Failure   *junitFailure `xml:"failure,omitempty"`
 		Skipped   *junitFailure `xml:"skipped,omitempty"`
+		SystemOut string        `xml:"system-out,omitempty"`
 	}
 	junitFailure struct {
 		Message string `xml:"message,attr"`
@@ -203,21 +209,20 @@ func WriteJUnit(w io.Writer, reports []*Report) error {
 			tc := junitCase{Name: "lint " + f.Rule + " " + f.Path, Classname: r.Scenario}
 			text := fmt.Sprintf("%s:%d:%d: %s", r.File, f.Line, f.Col, f.Message)
 			switch {
-			case f.Silenced != "" && !f.Error:
-				tc.Skipped = &junitFailure{Message: "silenced: " + f.Silenced}
-				suite.Skipped++
 			case f.fails(r.Strict):
 				tc.Failure = &junitFailure{Message: f.Name + ": " + f.Message, Text: text}
 				suite.Failures++
+			case f.Silenced != "":
+				tc.SystemOut = text + "\nsilenced: " + f.Silenced
 			default:
-				tc.Skipped = &junitFailure{Message: "warning: " + f.Name + ": " + f.Message, Text: text}
-				suite.Skipped++
+				tc.SystemOut = "warning: " + f.Name + ": " + text
 			}
 			suite.Cases = append(suite.Cases, tc)
 		}
 		suite.Tests = len(suite.Cases)
 		all.Tests += suite.Tests
 		all.Failures += suite.Failures
+		all.Skipped += suite.Skipped
 		all.Suites = append(all.Suites, suite)
 	}
 	io.WriteString(w, xml.Header)

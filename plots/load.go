@@ -293,8 +293,10 @@ func panelFigures(s *results.Summary, st results.StrategySummary) []string {
 	switch {
 	case st.Recovery == results.NothingLeft:
 		parts = append(parts, "nothing left to recover")
+	case st.Recovery == results.NoOutage:
+		parts = append(parts, "no outage to recover from")
 	case st.RecoveryTimeS != nil && st.Recovery == results.Mixed:
-		parts = append(parts, fmt.Sprintf("recovered in %d of %d runs (after %s)", st.RecoveredRuns-st.NothingLeftRuns, s.Runs, secondsLabel(*st.RecoveryTimeS, 0)))
+		parts = append(parts, fmt.Sprintf("recovered in %d of %d runs (after %s)", st.RecoveredRuns, s.Runs, secondsLabel(*st.RecoveryTimeS, 0)))
 	case st.RecoveryTimeS != nil:
 		parts = append(parts, "recovery "+secondsLabel(*st.RecoveryTimeS, 0))
 	default:

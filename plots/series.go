@@ -168,15 +168,21 @@ func recoveryBars(s *results.Summary) []bar {
 			if st.Requests > 0 {
 				b.Note = fmt.Sprintf("%s%% given up in the outage", decimal(100*st.DeadLetteredInOutage/st.Requests, 3))
 			}
+		case st.Recovery == results.NoOutage:
+			b.Missing, b.Vacant = true, true
+			b.Label = "no outage"
 		case st.RecoveryTimeS == nil || math.IsNaN(*st.RecoveryTimeS):
 			b.Missing = true
 			b.Label = "never recovered"
+			if st.Delivered == 0 && st.Requests > 0 {
+				b.Note = "nothing delivered"
+			}
 		default:
 			b.Value = *st.RecoveryTimeS
 			b.CI = ciOf(s, st, func(f *results.Figures) *float64 { return f.RecoveryTimeS })
 			b.Label = secondsLabel(b.Value, b.CI)
 		}
-		if n := st.RecoveredRuns - st.NothingLeftRuns; st.Recovery == results.Mixed && n > 0 {
+		if n := st.RecoveredRuns; st.Recovery == results.Mixed && n > 0 {
 			b.Note = fmt.Sprintf("%d of %d runs recovered", n, s.Runs)
 			if st.NothingLeftRuns > 0 {
 				b.Note += fmt.Sprintf("; %d left nothing", st.NothingLeftRuns)

@@ -2,6 +2,7 @@ package results
 
 import (
 	"math"
+	"slices"
 	"time"
 )
 
@@ -16,6 +17,10 @@ type Setup struct {
 	Concurrency int
 	// LastOutageEnd is the end of the last outage, 0 when there is none.
 	LastOutageEnd time.Duration
+	// NoOutage is true for a scenario without an outage or a load spike
+	// (a schedule of arrival rates): there is nothing to recover from, so
+	// its runs have no recovery figure.
+	NoOutage bool
 }
 
 // Figures are the summary figures of one strategy: of one run, or the
@@ -46,11 +51,17 @@ type Figures struct {
 	// included.
 	PeakLoadOverall float64 `json:"peak_load_overall"`
 	// RecoveryTimeS is when the server recovered, counted from the end of
-	// the last outage (see Recovery). A run that left nothing to recover
-	// (BacklogAtOutageEnd 0: every request was delivered or given up by
-	// the end of the outage) recovers at once, vacuously: the strategy's
-	// Recovery says so, and the figure is not a speed.
+	// the last outage (see Recovery); nil when it never did, and when
+	// there was no outage (see NoOutage). A run that left nothing to
+	// recover (BacklogAtOutageEnd 0: every request was delivered or given
+	// up by the end of the outage) has a recovery only where later
+	// requests show one: the strategy's Recovery says so, and the figure
+	// is not a speed.
 	RecoveryTimeS *float64 `json:"recovery_time_s"`
+	// NoOutage is true when the scenario has no outage (nor a load spike,
+	// a schedule of arrival rates): there was nothing to recover from, and
+	// RecoveryTimeS and BacklogAtOutageEnd are nil.
+	NoOutage bool `json:"no_outage,omitempty"`
 	// BacklogAtOutageEnd is how many requests were left to recover at
 	// the end of the last outage: created by then and neither delivered
 	// nor dead-lettered. Nil without an outage (or when the outage
@@ -152,10 +163,11 @@ func (r *Run) Figures(s Setup) Figures {
 	if !math.IsInf(s.Capacity, 1) && s.Capacity > 0 {
 		f.PeakLoadRatio = ptr(f.PeakLoad / s.Bucket.Seconds() / s.Capacity)
 	}
-	if t, ok := Recovery(r.Series, s); ok {
+	f.NoOutage = s.NoOutage
+	if t, ok := Recovery(r.Series, s); ok && !s.NoOutage {
 		f.RecoveryTimeS = ptr(t.Seconds())
 	}
-	if r.Backlog != nil {
+	if r.Backlog != nil && !s.NoOutage {
 		f.BacklogAtOutageEnd = ptr(float64(*r.Backlog))
 	}
 	f.DeadLetteredInOutage = float64(r.GaveUpInOutage)
@@ -193,6 +205,11 @@ const SuccessThreshold = 0.95
 // timeout): such a bucket, where fewer than half of the attempts have a
 // result, says nothing either way, and trailing ones are left out. A run
 // whose buckets after the outage say nothing has not shown a recovery.
+//
+// Empty buckets are no recovered server: a run in which no attempt
+// succeeded from the end of the outage on (its senders timed out on a
+// server too slow for them, then gave up on every request and stopped
+// sending) has shown no recovery, however quiet its last buckets.
 func Recovery(series []Bucket, s Setup) (time.Duration, bool) {
 	start := afterOutage(s)
 	n := len(series)
@@ -206,6 +223,9 @@ func Recovery(series []Bucket, s Setup) (time.Duration, bool) {
 	// Walk back from the end: t is a recovery point when the buckets
 	// after it are all healthy and none of them has a longer queue than
 	// t's plus the slack.
+	if !slices.ContainsFunc(series[start:n], func(b Bucket) bool { return b.OK > 0 }) {
+		return 0, false
+	}
 	best := -1
 	var laterMax int64 = -1 // the longest queue in buckets after t
 	for t := n - 1; t >= start; t-- {

@@ -215,7 +215,9 @@ func Takeaways(s *Summary) []string {
 	if len(s.Outages) == 0 {
 		after = ""
 	}
-	// The herds: peaks after the outage at several times capacity.
+	// The herds: peaks after the outage at several times capacity. A
+	// strategy that left nothing, or delivered nothing, is never calm:
+	// its clients had stopped.
 	var calm []string
 	for _, st := range sts {
 		if st.PeakLoadRatio == nil || st.Recovery == NothingLeft {
@@ -225,7 +227,7 @@ func Takeaways(s *Summary) []string {
 		case r >= 2:
 			out = append(out, fmt.Sprintf("%s: %s attempts within %s at t = %s, %sx capacity.",
 				st.Name, Count(st.PeakLoad), bucket, Seconds(&st.PeakAtS, ""), Decimal(r)))
-		case r <= 1.5:
+		case r <= 1.5 && st.Delivered > 0:
 			calm = append(calm, fmt.Sprintf("%s (%sx; %s)", st.Name, Decimal(r), shares(&st)))
 		}
 	}
@@ -239,7 +241,7 @@ func Takeaways(s *Summary) []string {
 		switch st.Recovery {
 		case NothingLeft:
 			out = append(out, fmt.Sprintf("%s left nothing to recover: by the end of the outage it had given up on %s requests (%s%%), so its load and recovery after it say nothing of speed.",
-				st.Name, Count(st.DeadLetteredInOutage), Decimal(100*share(st.DeadLetteredInOutage, st.Requests))))
+				st.Name, Count(st.DeadLetteredInOutage), Percent(share(st.DeadLetteredInOutage, st.Requests))))
 		case Mixed:
 			if st.NothingLeftRuns > 0 {
 				out = append(out, fmt.Sprintf("%s left nothing to recover in %d of %d runs (it had given up on every request still waiting).", st.Name, st.NothingLeftRuns, s.Runs))
@@ -247,14 +249,17 @@ func Takeaways(s *Summary) []string {
 		}
 	}
 
-	// Recovery, ranked among the strategies that recovered from a backlog.
+	// Recovery, ranked among the strategies that recovered from a backlog
+	// and delivered something: a server whose clients gave up on every
+	// request is idle, not recovered.
 	var never []string
 	var recovered []StrategySummary
 	for _, st := range sts {
 		switch {
+		case st.Recovery == NoOutage || st.Recovery == NothingLeft:
 		case st.RecoveryTimeS == nil:
 			never = append(never, st.Name)
-		case st.Recovery != NothingLeft:
+		case st.Delivered > 0:
 			recovered = append(recovered, st)
 		}
 	}
@@ -271,8 +276,13 @@ func Takeaways(s *Summary) []string {
 		out = append(out, "The server never recovered within the horizon with "+strings.Join(never, ", ")+".")
 	}
 	for _, st := range sts {
-		if n := st.RecoveredRuns - st.NothingLeftRuns; s.Runs > 1 && st.Recovery == Mixed && n > 0 && n < s.Runs {
+		if n := st.RecoveredRuns; s.Runs > 1 && st.Recovery == Mixed && n > 0 && n < s.Runs {
 			out = append(out, fmt.Sprintf("%s recovered in %d of %d runs.", st.Name, n, s.Runs))
+		}
+	}
+	for _, st := range sts {
+		if st.Delivered == 0 && st.Requests > 0 && st.Recovery != NothingLeft {
+			out = append(out, fmt.Sprintf("%s delivered nothing: its clients gave up on every request, so its load, recovery and drain after the outage are no merit.", st.Name))
 		}
 	}
 
@@ -280,7 +290,7 @@ func Takeaways(s *Summary) []string {
 	for _, st := range sts {
 		if st.DeadLettered > 0 && st.DeliveredRatio < 0.99 {
 			out = append(out, fmt.Sprintf("%s delivered %s%% of requests; %s went to the dead-letter queue (%s).",
-				st.Name, Decimal(100*st.DeliveredRatio), Count(st.DeadLettered), reasons(st.DeadLetteredBy)))
+				st.Name, Percent(st.DeliveredRatio), Count(st.DeadLettered), reasons(st.DeadLetteredBy)))
 		}
 		if st.Duplicates > 0 {
 			out = append(out, fmt.Sprintf("%s: %s requests were processed more than once (duplicates).", st.Name, Count(st.Duplicates)))
@@ -305,9 +315,9 @@ func shares(st *StrategySummary) string {
 	if st.Delivered == st.Requests {
 		return "all delivered"
 	}
-	text := Decimal(100*st.DeliveredRatio) + "% delivered, " + Decimal(100*share(st.DeadLettered, st.Requests)) + "% given up"
+	text := Percent(st.DeliveredRatio) + "% delivered, " + Percent(share(st.DeadLettered, st.Requests)) + "% given up"
 	if st.Unfinished > 0 {
-		text += ", " + Decimal(100*share(st.Unfinished, st.Requests)) + "% unfinished"
+		text += ", " + Percent(share(st.Unfinished, st.Requests)) + "% unfinished"
 	}
 	return text
 }

@@ -99,7 +99,24 @@ func TestRecovery(t *testing.T) {
 			}
 			return s
 		}, 0, false},
-		{"buckets without attempts are healthy", func() []Bucket { return make([]Bucket, 60) }, 0, true},
+		{"buckets without attempts show no recovery", func() []Bucket { return make([]Bucket, 60) }, 0, false},
+		{"no success after the outage is no recovery", func() []Bucket {
+			s := healthy(60)
+			for i := 30; i < 45; i++ {
+				s[i] = Bucket{Attempts: 100, NotOK: 100} // every attempt times out
+			}
+			for i := 45; i < 60; i++ {
+				s[i] = Bucket{} // the senders gave up: nothing sent
+			}
+			return s
+		}, 0, false},
+		{"empty buckets after successes are healthy", func() []Bucket {
+			s := healthy(60)
+			for i := 45; i < 60; i++ {
+				s[i] = Bucket{}
+			}
+			return s
+		}, 0, true},
 		{"outage past the horizon", func() []Bucket { return healthy(20) }, 0, false},
 	}
 	for _, tt := range tests {
@@ -357,11 +374,13 @@ func TestRecoveryOf(t *testing.T) {
 		runs, recovered, nothingLeft int
 		want                         string
 	}{
+		// recovered leaves the nothing-left runs out
 		{1, 1, 0, Recovered},
-		{1, 1, 1, NothingLeft},
+		{1, 0, 1, NothingLeft},
 		{1, 0, 0, Never},
-		{3, 3, 3, NothingLeft},
-		{3, 3, 1, Mixed},
+		{3, 0, 3, NothingLeft},
+		{3, 2, 1, Mixed},
+		{3, 0, 1, Mixed},
 		{3, 2, 0, Mixed},
 		{3, 0, 0, Never},
 	}
@@ -484,4 +503,31 @@ func TestWriteClientRates(t *testing.T) {
 	var b strings.Builder
 	require.NoError(t, WriteClientRates(&b, time.Second, runs))
 	assert.Equal(t, "strategy,run,t,limited_senders,rate_per_s\nadaptive,1,0,0,0\nadaptive,1,1,3,70.5\n", b.String())
+}
+
+// TestPercentNeverRoundsToAllOrNone: a share is never shown as 100% (or
+// 0%) unless it is exactly that: 99,997 delivered beside 3 dead letters
+// is 99.997%.
+func TestPercentNeverRoundsToAllOrNone(t *testing.T) {
+	tests := []struct {
+		ratio float64
+		want  string
+	}{
+		{1, "100"},
+		{0, "0"},
+		{0.5, "50"},
+		{0.9995, "99.95"},
+		{99997.0 / 100000, "99.997"},
+		{3.0 / 100000, "0.003"},
+		{0.99999999999, "> 99.999999"},
+		{1e-12, "< 0.000001"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, Percent(tt.ratio), "%v", tt.ratio)
+	}
+	s := &Summary{Runs: 1, Outages: []Window{{EndS: 30}}, Strategies: []StrategySummary{{Name: "nearly",
+		Figures: Figures{Requests: 100000, Delivered: 99997, DeliveredRatio: 0.99997, DeadLettered: 3, DeadLetteredBy: map[string]float64{"max_attempts": 3}}}}}
+	rows := tableRows(s)
+	assert.Contains(t, rows[1], "99,997 (99.997%)")
+	assert.Equal(t, "p99 latency (delivered only)", rows[0][len(rows[0])-1])
 }

@@ -129,6 +129,16 @@ type ServiceFigures struct {
 // Figures computes the figures of the service in one run with requests
 // fleet requests; lastOutageEnd is the end of the graph's last outage.
 func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64) ServiceFigures {
+	return s.figures(bucket, lastOutageEnd, false, requests)
+}
+
+// FiguresUnder is Figures under the scenario's setup: without an outage
+// in the graph (setup.NoOutage), no service has a recovery figure.
+func (s *ServiceRun) FiguresUnder(setup Setup, requests int64) ServiceFigures {
+	return s.figures(setup.Bucket, setup.LastOutageEnd, setup.NoOutage, requests)
+}
+
+func (s *ServiceRun) figures(bucket, lastOutageEnd time.Duration, noOutage bool, requests int64) ServiceFigures {
 	f := ServiceFigures{
 		Name:            s.Name,
 		Attempts:        float64(s.Attempts),
@@ -156,7 +166,7 @@ func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64
 	if requests > 0 {
 		f.Amplification = f.Attempts / float64(requests)
 	}
-	setup := Setup{Bucket: bucket, Capacity: s.Capacity, Concurrency: s.Concurrency, LastOutageEnd: lastOutageEnd}
+	setup := Setup{Bucket: bucket, Capacity: s.Capacity, Concurrency: s.Concurrency, LastOutageEnd: lastOutageEnd, NoOutage: noOutage}
 	after := afterOutage(setup)
 	for i, b := range s.Series {
 		n := float64(b.Attempts)
@@ -171,12 +181,12 @@ func (s *ServiceRun) Figures(bucket, lastOutageEnd time.Duration, requests int64
 	if !math.IsInf(s.Capacity, 1) && s.Capacity > 0 {
 		f.PeakLoadRatio = ptr(f.PeakLoad / bucket.Seconds() / s.Capacity)
 	}
-	if t, ok := Recovery(s.Series, setup); ok {
+	if t, ok := Recovery(s.Series, setup); ok && !noOutage {
 		f.RecoveryTimeS = ptr(t.Seconds())
 		f.RecoveredRuns = 1
 	}
 	for _, r := range s.Replicas {
-		f.Replicas = append(f.Replicas, r.Figures(bucket, lastOutageEnd, requests))
+		f.Replicas = append(f.Replicas, r.figures(bucket, lastOutageEnd, noOutage, requests))
 	}
 	return f
 }

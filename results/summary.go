@@ -46,7 +46,8 @@ type StrategySummary struct {
 	// of its index, so that it keeps it whatever else ran.
 	Index int `json:"index"`
 	Figures
-	// RecoveredRuns counts the runs in which the server recovered; with
+	// RecoveredRuns counts the runs in which the server recovered from a
+	// backlog: runs that left nothing to recover are not among them. With
 	// several runs, RecoveryTimeS is the mean over those of them that had
 	// something to recover (over all of them when none had).
 	RecoveredRuns int `json:"recovered_runs"`
@@ -56,12 +57,20 @@ type StrategySummary struct {
 	NothingLeftRuns int `json:"nothing_left_runs"`
 	// Recovery says what RecoveryTimeS means: "recovered" (in every run,
 	// from a backlog), "nothing_left" (every run gave up or delivered
-	// everything before the outage ended: 0 s is not fast, there was
-	// nothing to do), "never" (in no run) or "mixed" (runs differ: see
-	// RecoveredRuns and NothingLeftRuns).
-	Recovery string   `json:"recovery"`
-	CI95     *Figures `json:"ci95,omitempty"`
-	Engine   Engine   `json:"engine"`
+	// everything before the outage ended: there was nothing to do),
+	// "never" (in no run), "mixed" (runs differ: see RecoveredRuns and
+	// NothingLeftRuns) or "no_outage" (the scenario has no outage, so
+	// nothing to recover from and no recovery figure).
+	Recovery string `json:"recovery"`
+	// RunsWithout counts, for each figure that some runs have and others
+	// lack (recovery_time_s where some runs never recovered, or left
+	// nothing; drain_time_s, completion_time_s; latency_s where a run
+	// delivered nothing), the runs that lack it: its mean is over the
+	// others, so a check on it fails. Left out when every run has every
+	// figure.
+	RunsWithout map[string]int `json:"runs_without,omitempty"`
+	CI95        *Figures       `json:"ci95,omitempty"`
+	Engine      Engine         `json:"engine"`
 	// Services are a service graph's services, in file order, each with
 	// the means over runs of its figures; none for one server.
 	Services []ServiceFigures `json:"services,omitempty"`
@@ -77,18 +86,19 @@ const (
 	NothingLeft = "nothing_left"
 	Never       = "never"
 	Mixed       = "mixed"
+	NoOutage    = "no_outage"
 )
 
 // RecoveryOf says what the recovery of runs means, from how many of them
-// recovered (nothing-left runs included, since their server is healthy)
-// and how many left nothing to recover.
+// recovered from a backlog (nothing-left runs are not among them) and
+// how many left nothing to recover.
 func RecoveryOf(runs, recovered, nothingLeft int) string {
 	switch {
 	case nothingLeft == runs:
 		return NothingLeft
-	case recovered == runs && nothingLeft == 0:
+	case recovered == runs:
 		return Recovered
-	case recovered == 0:
+	case recovered == 0 && nothingLeft == 0:
 		return Never
 	}
 	return Mixed

@@ -213,7 +213,7 @@ type PointSummary struct {
 // recover (it gave up on every request during the outage) does not
 // count.
 func (s *Sweep) Recovered(p *PointSummary) bool {
-	return p.RecoveredRuns-p.NothingLeftRuns == s.Runs
+	return p.RecoveredRuns == s.Runs
 }
 
 // Value returns the point's value of a figure named as in summary.json

@@ -77,9 +77,10 @@ func TestBoundariesOfAStrategyThatGivesUp(t *testing.T) {
 	s := grid(2, [][]int{{2, 2}, {2, 2}, {2, 2}, {2, 2}})
 	for _, i := range []int{4, 5, 6, 7} { // outage 1m and 2m
 		ps := &s.Points[i].Strategies[0]
-		ps.NothingLeftRuns, ps.Recovery, ps.RecoveryTimeS = 2, NothingLeft, ptr(0)
+		ps.RecoveredRuns, ps.NothingLeftRuns, ps.Recovery, ps.RecoveryTimeS = 0, 2, NothingLeft, nil
 	}
 	s.Points[3].Strategies[0].NothingLeftRuns = 1 // 30s, 500: one run of two
+	s.Points[3].Strategies[0].RecoveredRuns = 1
 	assert.Equal(t, []bool{true, true, false, false}, s.Boundaries()[0].Recovered)
 	assert.Equal(t, []bool{true, false, false, false}, s.Boundaries()[1].Recovered, "a run that left nothing is no recovery")
 	assert.Equal(t, "s recovers for outage up to 30s; from 1m it gives up on every request during the outage (nothing left to recover), at workload.arrival.rate = 100",
@@ -182,4 +183,17 @@ func TestSweepCSV(t *testing.T) {
 			assert.Empty(t, row[i], "no recovery, no number")
 		}
 	}
+}
+
+// TestBoundariesWithoutAnOutage: a sweep of a scenario without an outage
+// says there is nothing to recover from, not that nothing recovers.
+func TestBoundariesWithoutAnOutage(t *testing.T) {
+	s := grid(1, [][]int{{0, 0}, {0, 0}, {0, 0}, {0, 0}})
+	for i := range s.Points {
+		s.Points[i].Strategies[0].Recovery = NoOutage
+	}
+	assert.Equal(t, []string{"no point of the sweep has an outage or a load spike: there is nothing to recover from"}, s.BoundarySentences())
+	var buf bytes.Buffer
+	require.NoError(t, WriteSweepReport(&buf, s, nil))
+	assert.Contains(t, buf.String(), "| no outage |")
 }

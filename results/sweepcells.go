@@ -36,7 +36,7 @@ func SweepCells(s *Sweep, j int) []SweepCell {
 		ps := &s.Points[i].Strategies[j]
 		v, ok := ps.Value(s.Metric)
 		ok = ok && !math.IsNaN(v) && !math.IsInf(v, 0)
-		cells[i] = SweepCell{Recovered: ps.RecoveredRuns - ps.NothingLeftRuns}
+		cells[i] = SweepCell{Recovered: ps.RecoveredRuns}
 		if s.Metric == NeverMetric && ps.Recovery == NothingLeft {
 			// A recovery of 0 s that is no speed: nothing was left.
 			cells[i].Vacant = true

@@ -102,6 +102,15 @@ func (b Boundary) Sentence(s *Sweep) string {
 // recovering: one sentence for a strategy that recovers at every point or
 // at none, else a sentence per combination of the other axes' values.
 func (s *Sweep) BoundarySentences() []string {
+	noOutage := len(s.Points) > 0
+	for i := range s.Points {
+		for j := range s.Points[i].Strategies {
+			noOutage = noOutage && s.Points[i].Strategies[j].Recovery == NoOutage
+		}
+	}
+	if noOutage {
+		return []string{"no point of the sweep has an outage or a load spike: there is nothing to recover from"}
+	}
 	var lines []string
 	bs := s.Boundaries()
 	for len(bs) > 0 {
@@ -138,6 +147,9 @@ func (s *Sweep) metricCell(p *PointSummary) string {
 	if s.Metric == "recovery_time_s" && p.Recovery == NothingLeft {
 		return "nothing left"
 	}
+	if s.Metric == "recovery_time_s" && p.Recovery == NoOutage {
+		return "no outage"
+	}
 	var cell string
 	switch {
 	case !ok && s.Metric == "recovery_time_s":
@@ -154,7 +166,7 @@ func (s *Sweep) metricCell(p *PointSummary) string {
 	switch {
 	case !ok || s.Recovered(p) || s.Metric == "recovered_runs":
 	case s.Runs > 1 && p.NothingLeftRuns > 0:
-		cell += fmt.Sprintf(" (recovered in %d/%d runs, %d left nothing)", p.RecoveredRuns-p.NothingLeftRuns, s.Runs, p.NothingLeftRuns)
+		cell += fmt.Sprintf(" (recovered in %d/%d runs, %d left nothing)", p.RecoveredRuns, s.Runs, p.NothingLeftRuns)
 	case s.Runs > 1:
 		cell += fmt.Sprintf(" (recovered in %d/%d runs)", p.RecoveredRuns, s.Runs)
 	default:

@@ -154,7 +154,7 @@ func tableRows(s *Summary) [][]string {
 	if len(s.Outages) == 0 {
 		peakHead = "peak load"
 	}
-	rows := [][]string{{"strategy", "attempts", "amplif.", peakHead, "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency"}}
+	rows := [][]string{{"strategy", "attempts", "amplif.", peakHead, "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency (delivered only)"}}
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
 		rows = append(rows, []string{
@@ -165,7 +165,7 @@ func tableRows(s *Summary) [][]string {
 			RecoveryText(s, st),
 			drainText(st),
 			Seconds(st.CompletionTimeS, "unfinished"),
-			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Decimal(100*st.DeliveredRatio)),
+			fmt.Sprintf("%s (%s%%)", Count(st.Delivered), Percent(st.DeliveredRatio)),
 			Count(st.DeadLettered),
 			Count(st.Unfinished),
 			Count(st.Duplicates),
@@ -215,8 +215,10 @@ func RecoveryText(s *Summary, st *StrategySummary) string {
 	switch st.Recovery {
 	case NothingLeft:
 		return "nothing left"
+	case NoOutage:
+		return "no outage"
 	case Mixed:
-		text := Seconds(st.RecoveryTimeS, "never") + fmt.Sprintf(" (%d of %d runs", st.RecoveredRuns-st.NothingLeftRuns, s.Runs)
+		text := Seconds(st.RecoveryTimeS, "never") + fmt.Sprintf(" (%d of %d runs", st.RecoveredRuns, s.Runs)
 		if st.NothingLeftRuns > 0 {
 			text += fmt.Sprintf("; %d left nothing", st.NothingLeftRuns)
 		}
@@ -384,6 +386,29 @@ func Bytes(b int64) string {
 // Decimal formats x with up to two decimals, trailing zeros dropped.
 func Decimal(x float64) string {
 	return strconv.FormatFloat(math.Round(x*100)/100, 'f', -1, 64)
+}
+
+// Percent formats a share (a ratio in [0, 1]) as a percentage, without
+// the sign: to two decimals, more where two would round a share that is
+// not all to 100 or one that is not none to 0 (99,997 of 100,000 is
+// "99.997", not "100"); beyond six decimals, "> 99.999999" or
+// "< 0.000001".
+func Percent(ratio float64) string {
+	p := 100 * ratio
+	text := Decimal(p)
+	if (text != "100" || ratio == 1) && (text != "0" || ratio == 0) {
+		return text
+	}
+	for d := 3; d <= 6; d++ {
+		text = strings.TrimRight(strings.TrimRight(strconv.FormatFloat(p, 'f', d, 64), "0"), ".")
+		if text != "100" && text != "0" {
+			return text
+		}
+	}
+	if ratio > 0.5 {
+		return "> 99.999999"
+	}
+	return "< 0.000001"
 }
 
 // Seconds formats a duration in seconds, or none when it is nil.

@@ -247,6 +247,11 @@ func Setup(sc *scenarios.Scenario) results.Setup {
 	}
 	if all := sc.AllOutages(); len(all) > 0 {
 		s.LastOutageEnd = all[len(all)-1].End()
+	} else {
+		// Without an outage, a load spike (a schedule of arrival rates)
+		// is what a server may latch under and recover from; without
+		// either, there is nothing to recover from.
+		s.NoOutage = len(sc.Workload.Arrival.Schedule) == 0
 	}
 	return s
 }
@@ -286,7 +291,7 @@ func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary
 	for k := range runs[0].Services {
 		per := make([]results.ServiceFigures, len(runs))
 		for i, r := range runs {
-			per[i] = r.Services[k].Figures(setup.Bucket, setup.LastOutageEnd, r.Requests)
+			per[i] = r.Services[k].FiguresUnder(setup, r.Requests)
 		}
 		s.Services = append(s.Services, results.MeanServiceFigures(per))
 	}
@@ -299,21 +304,55 @@ func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary
 func SummarizeFigures(name string, figs []results.Figures) results.StrategySummary {
 	s := results.StrategySummary{Name: name}
 	for i := range figs {
-		if figs[i].RecoveryTimeS != nil {
+		switch {
+		case figs[i].NothingLeft():
+			s.NothingLeftRuns++ // healthy, maybe, but no recovery
+		case figs[i].RecoveryTimeS != nil:
 			s.RecoveredRuns++
-		}
-		if figs[i].NothingLeft() {
-			s.NothingLeftRuns++
 		}
 	}
 	s.Recovery = results.RecoveryOf(len(figs), s.RecoveredRuns, s.NothingLeftRuns)
+	if len(figs) > 0 && figs[0].NoOutage {
+		s.Recovery = results.NoOutage
+	}
 	if len(figs) == 1 {
 		s.Figures = figs[0]
 		return s
 	}
 	mean, ci := aggregate(figs)
+	mean.NoOutage = figs[0].NoOutage
 	s.Figures, s.CI95 = mean, &ci
+	s.RunsWithout = runsWithout(figs, s.RecoveredRuns)
 	return s
+}
+
+// runsWithout counts, for each figure that some of figs have and others
+// lack, the runs that lack it (see StrategySummary.RunsWithout); nil when
+// none does. A run has a recovery time when it recovered from a backlog
+// (recovered of them did).
+func runsWithout(figs []results.Figures, recovered int) map[string]int {
+	out := map[string]int{}
+	count := func(name string, has func(f *results.Figures) bool) {
+		n := 0
+		for i := range figs {
+			if !has(&figs[i]) {
+				n++
+			}
+		}
+		if n > 0 && n < len(figs) {
+			out[name] = n
+		}
+	}
+	if !figs[0].NoOutage && recovered < len(figs) && recovered > 0 {
+		out["recovery_time_s"] = len(figs) - recovered
+	}
+	count("drain_time_s", func(f *results.Figures) bool { return f.DrainTimeS != nil })
+	count("completion_time_s", func(f *results.Figures) bool { return f.CompletionTimeS != nil })
+	count("latency_s", func(f *results.Figures) bool { return f.Delivered > 0 })
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // aggregate returns the means of the figures and the half-widths of their

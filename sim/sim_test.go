@@ -75,7 +75,9 @@ func TestRunsAggregateWithConfidence(t *testing.T) {
 	}
 	assert.InDelta(t, sum/5, s.Requests, 1e-9, "figures are means over runs")
 	assert.Positive(t, s.CI95.Requests, "runs differ, so the interval has a width")
-	assert.Equal(t, 5, s.RecoveredRuns)
+	assert.Equal(t, results.NoOutage, s.Recovery, "no outage, no recovery to count")
+	assert.Zero(t, s.RecoveredRuns)
+	assert.Nil(t, s.RecoveryTimeS)
 }
 
 func TestMeanCI(t *testing.T) {
@@ -316,6 +318,32 @@ func TestLatencyOfRunsThatDeliveredNothing(t *testing.T) {
 	assert.InDelta(t, 5, s.LatencyS.P99, 1e-12)
 	none := SummarizeFigures("s", []results.Figures{{}, {}})
 	assert.Zero(t, none.LatencyS.P99)
+}
+
+// TestRecoveredRunsLeaveNothingLeftOut: a run that left nothing to
+// recover is no recovered run, and a figure that some runs lack is
+// counted in runs_without.
+func TestRecoveredRunsLeaveNothingLeftOut(t *testing.T) {
+	zero, some := 0.0, 100.0
+	ptr := func(x float64) *float64 { return &x }
+	figs := []results.Figures{
+		{Delivered: 5, RecoveryTimeS: ptr(4), BacklogAtOutageEnd: &some, DrainTimeS: ptr(9)},
+		{Delivered: 0, RecoveryTimeS: nil, BacklogAtOutageEnd: &zero, DrainTimeS: ptr(1)},
+		{Delivered: 7, RecoveryTimeS: nil, BacklogAtOutageEnd: &some},
+	}
+	s := SummarizeFigures("s", figs)
+	assert.Equal(t, 1, s.RecoveredRuns)
+	assert.Equal(t, 1, s.NothingLeftRuns)
+	assert.Equal(t, results.Mixed, s.Recovery)
+	assert.Equal(t, map[string]int{"recovery_time_s": 2, "drain_time_s": 1, "latency_s": 1}, s.RunsWithout)
+
+	all := SummarizeFigures("s", []results.Figures{figs[0], figs[0]})
+	assert.Equal(t, results.Recovered, all.Recovery)
+	assert.Nil(t, all.RunsWithout, "every run has every figure")
+
+	calm := SummarizeFigures("s", []results.Figures{{NoOutage: true, Delivered: 1}, {NoOutage: true, Delivered: 1}})
+	assert.Equal(t, results.NoOutage, calm.Recovery)
+	assert.Nil(t, calm.RecoveryTimeS)
 }
 
 func TestProgressCountsEveryUnit(t *testing.T) {

@@ -106,6 +106,8 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 				switch {
 				case errors.Is(err, os.ErrNotExist):
 					fmt.Fprintf(c.stderr, "herdlab check: no baseline for %s in %s: skipped (write one with herdlab run --save-baseline %s)\n", sc.Name, baseline, baseline)
+					r.Checks = append(r.Checks, checks.Result{Figure: "baseline", Bound: "as in the baseline", Text: "no baseline",
+						Skipped: true, Note: "no baseline for " + sc.Name + " in " + baseline})
 				case err != nil:
 					fmt.Fprintf(c.stderr, "herdlab check: %v\n", err)
 					return exitBadInput
