@@ -855,9 +855,11 @@ function recoveryBar(summary, st) {
       return { value: null, text: "never recovered", tone: "never" };
     case "nothing_left":
       return { value: null, text: "nothing left to recover", tone: "vacant" };
+    case "no_outage":
+      return { value: null, text: "no outage", tone: "vacant" };
     case "mixed":
-      if (t == null) return { value: null, text: `never (${st.recovered_runs - st.nothing_left_runs} of ${summary.runs} runs)`, tone: "never" };
-      return { value: t, text: `${seconds(t)} (${st.recovered_runs - st.nothing_left_runs} of ${summary.runs} runs)` };
+      if (t == null) return { value: null, text: `never (${st.recovered_runs} of ${summary.runs} runs)`, tone: "never" };
+      return { value: t, text: `${seconds(t)} (${st.recovered_runs} of ${summary.runs} runs)` };
   }
   return t == null ? { value: null, text: "never recovered", tone: "never" } : { value: t, text: seconds(t) };
 }

@@ -59,8 +59,10 @@ function recoveryText(s, st) {
       return "never recovered";
     case "nothing_left":
       return "nothing left to recover";
+    case "no_outage":
+      return "no outage";
     case "mixed": {
-      let runs = `${st.recovered_runs - st.nothing_left_runs} of ${s.runs} runs`;
+      let runs = `${st.recovered_runs} of ${s.runs} runs`;
       if (st.nothing_left_runs > 0) runs += `; ${st.nothing_left_runs} left nothing`;
       return `${t == null ? "never" : seconds(t)} (${runs})`;
     }
