@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -42,6 +43,9 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 			{"amplification", &s.Amplification, &r.Amplification},
 			{"delivered", &s.Delivered, &r.Delivered},
 			{"duplicates", &s.Duplicates, &r.Duplicates},
+		}
+		if s.Recovery == NoOutage && r.Recovery == NoOutage {
+			rows = slices.Delete(rows, 1, 2) // no outage: no recovery time, not "never"
 		}
 		for _, sv := range layers(s, r) {
 			rows = append(rows,

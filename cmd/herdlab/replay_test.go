@@ -344,3 +344,31 @@ strategies:
 	assert.Equal(t, exitBadInput, code)
 	assert.Contains(t, stderr, "the target runs at time scale 0.1, the replay at 0.2")
 }
+
+// TestReplayWithoutAnOutageOwesNoRecovery: over real HTTP as in the
+// simulation, a scenario without an outage has no recovery figure:
+// summary.json says no_outage, the table "no outage", and comparison.md
+// shows no recovery time ("never" would be false).
+func TestReplayWithoutAnOutageOwesNoRecovery(t *testing.T) {
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "calm.yaml", `name: calm
+duration: 20s
+bucket: 10s
+server: {concurrency: 10, service_time: 20ms}
+workload:
+  requests: 200
+  arrival: {kind: uniform, from: 0s, until: 10s}
+strategies:
+  - {name: jitter, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
+`)
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := herdlab("replay", file, "--time-scale", "0.1", "-o", out)
+	require.Equal(t, exitOK, code, stderr)
+	assert.Regexp(t, `jitter\s+.*\bno outage\b`, stdout)
+	s := readSummary(t, out)
+	assert.Equal(t, "no_outage", s.Strategies[0].Recovery)
+	assert.Nil(t, s.Strategies[0].RecoveryTimeS)
+	comparison, err := os.ReadFile(filepath.Join(out, "comparison.md"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(comparison), "recovery time (s) | never")
+}
