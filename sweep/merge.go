@@ -226,10 +226,42 @@ func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 	if err := st.WriteFiles(files); err != nil {
 		return err
 	}
-	if err := st.Keep("manifest.json"); err != nil {
+	keep, err := kept(dir)
+	if err != nil {
+		return err
+	}
+	if err := st.Keep(keep...); err != nil {
 		return err
 	}
 	return st.Commit()
+}
+
+// kept returns the files of the sweep folder dir that its new outputs
+// keep: all but its outputs (sweep.csv, sweep.json, report.md, and the
+// charts sweep.* and heatmap-*, which the new outputs replace or, for a
+// chart no longer drawn, drop) and what a killed herdlab was writing;
+// so its manifest.json, and any file of the user's, stay.
+func kept(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, e := range entries {
+		name := e.Name()
+		ext := filepath.Ext(name)
+		chart := (ext == ".png" || ext == ".svg") && (strings.TrimSuffix(name, ext) == "sweep" || strings.HasPrefix(name, "heatmap-"))
+		switch {
+		case !e.Type().IsRegular(), strings.HasPrefix(name, "."), chart,
+			name == "sweep.csv", name == "sweep.json", name == "report.md":
+			continue
+		}
+		names = append(names, name)
+	}
+	return names, nil
 }
 
 // Merge writes into out the sweep whose records Collect read from its

@@ -292,6 +292,8 @@ func TestSweepKilledInItsSwap(t *testing.T) {
 	require.Equal(t, exitOK, code, errOut)
 	// A half-written file that an older herdlab, killed, left.
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".report.md.tmp123456"), []byte("half"), 0o644))
+	// A file of the user's, which the sweep's swap keeps.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "notes.txt"), []byte("mine"), 0o644))
 
 	paused := filepath.Join(t.TempDir(), "paused")
 	p := herdlabProcess("merge", dir, "--out", dir, "--metric", "delivered_ratio", "--format", "svg", "-q")
@@ -322,6 +324,7 @@ func TestSweepKilledInItsSwap(t *testing.T) {
 	assert.Contains(t, string(data), `"metric": "delivered_ratio"`)
 	assert.Contains(t, string(report), "delivered_ratio", "report.md is of the same merge as sweep.json")
 	assert.FileExists(t, filepath.Join(dir, "manifest.json"), "the manifest is in the new folder from the start")
+	assert.FileExists(t, filepath.Join(dir, "notes.txt"), "and so is the user's file")
 	assert.NoDirExists(t, filepath.Join(dir, "records"), "killed before the records were carried over")
 
 	// The next sweep finds its records and runs nothing again.
@@ -340,4 +343,7 @@ func TestSweepKilledInItsSwap(t *testing.T) {
 	data, err = os.ReadFile(filepath.Join(dir, "sweep.json"))
 	require.NoError(t, err)
 	assert.Contains(t, string(data), `"metric": "peak_load"`)
+	data, err = os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "mine", string(data))
 }
