@@ -49,7 +49,7 @@ func at(src string, line, col, n int) string {
 
 func TestValidateAValidFile(t *testing.T) {
 	src := read(t, "thundering-herd.yaml")
-	v := Validate(src, "thundering-herd.yaml")
+	v := Validate(context.Background(), src, "thundering-herd.yaml")
 	assert.Empty(t, v.Problems)
 	assert.Empty(t, v.Error)
 	assert.Empty(t, v.Warnings, "the file silences what lint finds")
@@ -88,7 +88,7 @@ func TestValidateAValidFile(t *testing.T) {
 
 func TestControlsOfAGraph(t *testing.T) {
 	src := read(t, "real-graph.yaml")
-	v := Validate(src, "real-graph.yaml")
+	v := Validate(context.Background(), src, "real-graph.yaml")
 	require.Empty(t, v.Problems)
 	var services int
 	for _, c := range v.Controls {
@@ -114,7 +114,7 @@ func TestControlsOnlyWherePlain(t *testing.T) {
 }
 
 func TestValidateABadFile(t *testing.T) {
-	v := Validate(badFile, "bad.yaml")
+	v := Validate(context.Background(), badFile, "bad.yaml")
 	require.NotEmpty(t, v.Problems)
 	assert.Equal(t, Problem{Line: 4, Col: 24, Path: "strategies[0].backoff.delay", Message: v.Problems[0].Message}, v.Problems[0])
 	assert.Contains(t, v.Error, "bad.yaml:4:")
@@ -176,7 +176,7 @@ func TestRunsInPartsSummariseAsOne(t *testing.T) {
 		src := read(t, name)
 		whole := Run(context.Background(), src, name, Options{})
 		require.Empty(t, whole.Error, name)
-		v := Validate(src, name)
+		v := Validate(context.Background(), src, name)
 		require.Positive(t, v.Units, name)
 		var odd, even []int
 		for k := v.Units - 1; k >= 0; k-- {
