@@ -252,7 +252,11 @@ func (h *handler) enter() (leave func(), err error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.inFlight >= h.o.MaxRuns {
-		return nil, fmt.Errorf("busy: %d simulations are running, the most herdlab ui runs at once (--max-runs); try again when one ends", h.inFlight)
+		what := "simulations"
+		if h.o.MaxRuns == 1 {
+			what = "simulation"
+		}
+		return nil, fmt.Errorf("busy: herdlab ui runs at most %d %s at once, every page's together (--max-runs), and that many are running; try again when one ends", h.o.MaxRuns, what)
 	}
 	h.inFlight++
 	return func() {

@@ -102,7 +102,9 @@ class ServerEngine {
 }
 
 // post sends body as JSON to url and returns the response, or throws
-// with the server's message when it is not 2xx.
+// with the server's message when it is not 2xx: the reason of its
+// {"error": ...} (herdlab ui busy, 429; a request refused, 403 or 415),
+// or its text.
 async function post(url, body, signal) {
   const resp = await fetch(url, {
     method: "POST",
@@ -111,7 +113,12 @@ async function post(url, body, signal) {
     signal,
   });
   if (!resp.ok) {
-    const text = (await resp.text()).trim();
+    let text = (await resp.text()).trim();
+    try {
+      text = JSON.parse(text).error || text;
+    } catch {
+      // not JSON: the text as it is
+    }
     throw new Error(`${url}: HTTP ${resp.status}${text ? ": " + text : ""}`);
   }
   return resp;
