@@ -279,7 +279,7 @@ func (h *handler) admit(need func(int) int64, most int) (int, func(), error) {
 			parallel--
 		}
 		if bytes > free {
-			return 0, nil, fmt.Errorf("busy: this run needs about %s of memory, and the runs in flight take %s of the %s herdlab ui shares among them (%s); try again when one ends",
+			return 0, nil, fmt.Errorf("busy: this simulation needs about %s of memory, and the runs in flight take %s of the %s herdlab ui shares among them (%s); try again when one ends",
 				results.Bytes(bytes), results.Bytes(h.reserved), results.Bytes(limit), h.memoryName())
 		}
 	}

@@ -355,9 +355,9 @@ func TestTheUICapsItsRuns(t *testing.T) {
 	runningUntil(t, srv, "a", long)
 	runningUntil(t, srv, "b", long)
 	for _, client := range []string{"c", "d", ""} {
-		assert.Contains(t, refused(t, srv, "/api/run", client, shipped(t, "real-graph.yaml")), "busy: 2 simulations are running", client)
+		assert.Contains(t, refused(t, srv, "/api/run", client, shipped(t, "real-graph.yaml")), "busy: herdlab ui runs at most 2 simulations at once", client)
 	}
-	assert.Contains(t, refused(t, srv, "/api/sweep", "e", shipped(t, "real-graph.yaml")), "busy: 2 simulations are running")
+	assert.Contains(t, refused(t, srv, "/api/sweep", "e", shipped(t, "real-graph.yaml")), "busy: herdlab ui runs at most 2 simulations at once")
 	// A client's new run replaces its own: no third.
 	_, res := answer(t, post(t, context.Background(), srv.URL+"/api/run", "a", map[string]string{"yaml": shipped(t, "real-graph.yaml"), "file": "real-graph.yaml"}))
 	assert.Empty(t, res.Error)
@@ -429,7 +429,7 @@ func TestTheUISharesItsMemory(t *testing.T) {
 	}
 	for range clients {
 		if r := <-reasons; r != "" {
-			assert.Contains(t, r, "busy: this run needs about ")
+			assert.Contains(t, r, "busy: this simulation needs about ")
 			assert.Contains(t, r, "of the 450 MB herdlab ui shares among them (herdlab ui --max-memory)")
 		}
 	}
@@ -438,6 +438,9 @@ func TestTheUISharesItsMemory(t *testing.T) {
 	h.mu.Lock()
 	assert.LessOrEqual(t, h.reserved, int64(budget))
 	h.mu.Unlock()
+	// A sweep counts as a run does.
+	sweep := big + "sweep:\n  vary:\n    - {path: workload.requests, values: [2500000, 3000000]}\n"
+	assert.Contains(t, refused(t, srv, "/api/sweep", "sweeper", sweep), "busy: this simulation needs about ")
 	time.Sleep(2 * time.Second) // the admitted run grows meanwhile
 	close(stop)
 	<-sampled
