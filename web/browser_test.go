@@ -494,9 +494,12 @@ func TestTheUIRefusesOtherPagesInTheBrowser(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got, "403 "), got)
 	assert.Contains(t, seen.of("/config.json"), "GET /config.json 403")
 
-	// The ui's own page works, and says why when the ui is busy.
+	// The ui's own page works, and says why when the ui is busy (a run
+	// that would take minutes).
+	long := strings.Replace(shipped(t, "million.yaml"), "\nduration: 15m\n", "\nruns: 30\nduration: 15m\n", 1)
+	require.Contains(t, long, "runs: 30")
 	do(t, ctx, chromedp.Navigate(ui.URL+"/"), waitRun(0),
-		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "million.yaml"), undefined`, shipped(t, "million.yaml"))),
+		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "million.yaml"), undefined`, long)),
 		waitState("running"))
 	second := tab()
 	do(t, second, chromedp.Navigate(ui.URL+"/"), waitState("error"), chromedp.WaitVisible(chromedp.CSS(`#error`)))
