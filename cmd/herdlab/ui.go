@@ -40,8 +40,9 @@ machine, so a wider bind is warned about. Other web pages the browser
 opens cannot drive it: it refuses (HTTP 403) a request addressed to a
 name other than localhost, a loopback address or the address it listens
 on (a page's name rebound to this machine), a simulation asked by a page
-of another origin, and (HTTP 415) a body that is not JSON. make site builds the same app as
-a static site, in which the simulator runs in the browser in WebAssembly.`,
+of another origin, and (HTTP 415) a body that is not JSON. make site
+builds the same app as a static site, in which the simulator runs in the
+browser in WebAssembly.`,
 	usage: "[FILE.yaml] [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.String("addr", "127.0.0.1:8090", "address to listen on")
