@@ -494,12 +494,22 @@ func TestTheUIRefusesOtherPagesInTheBrowser(t *testing.T) {
 	assert.True(t, strings.HasPrefix(got, "403 "), got)
 	assert.Contains(t, seen.of("/config.json"), "GET /config.json 403")
 
+	// The ui's own page: a validation it replaces is aborted, and the
+	// server stops its work (the costly sweep takes 20 s to validate),
+	// answering nothing.
+	do(t, ctx, chromedp.Navigate(ui.URL+"/"), waitRun(0))
+	n := runs(t, ctx)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "costly.yaml"), undefined`, costlySweep())))
+	time.Sleep(500 * time.Millisecond) // the server works on it
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "thundering-herd.yaml"), undefined`, shipped(t, "thundering-herd.yaml"))), waitRun(n))
+	assert.Eventually(t, func() bool { return slices.Contains(seen.of("/api/validate"), "POST /api/validate 0") }, 5*time.Second, 10*time.Millisecond,
+		"the replaced validation stopped: %v", seen.of("/api/validate"))
+
 	// The ui's own page works, and says why when the ui is busy (a run
 	// that would take minutes).
 	long := strings.Replace(shipped(t, "million.yaml"), "\nduration: 15m\n", "\nruns: 30\nduration: 15m\n", 1)
 	require.Contains(t, long, "runs: 30")
-	do(t, ctx, chromedp.Navigate(ui.URL+"/"), waitRun(0),
-		chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "million.yaml"), undefined`, long)),
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "million.yaml"), undefined`, long)),
 		waitState("running"))
 	second := tab()
 	do(t, second, chromedp.Navigate(ui.URL+"/"), waitState("error"), chromedp.WaitVisible(chromedp.CSS(`#error`)))

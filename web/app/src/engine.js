@@ -57,10 +57,23 @@ const client = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.t
 class ServerEngine {
   kind = "server";
   #abort = null; // the AbortController of the run or sweep in flight
+  #validating = null; // the AbortController of the validation in flight
 
+  // validate rejects with a Cancelled when a newer validation replaces
+  // it: the server stops the work of the one abandoned.
   async validate(yaml, file) {
-    const resp = await post("api/validate", { yaml, file });
-    return resp.json();
+    this.#validating?.abort();
+    const abort = new AbortController();
+    this.#validating = abort;
+    try {
+      const resp = await post("api/validate", { yaml, file }, abort.signal);
+      return await resp.json();
+    } catch (e) {
+      if (abort.signal.aborted) throw new Cancelled();
+      throw e;
+    } finally {
+      if (this.#validating === abort) this.#validating = null;
+    }
   }
 
   async run(yaml, file, onProgress) {
