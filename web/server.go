@@ -172,7 +172,7 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 		h.validating--
 		h.mu.Unlock()
 	}()
-	v := lab.Validate(r.Context(), req.YAML, req.File)
+	v := lab.ValidateContext(r.Context(), req.YAML, req.File)
 	if r.Context().Err() != nil {
 		return // nobody to answer
 	}

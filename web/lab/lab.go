@@ -47,9 +47,14 @@ type Validation struct {
 }
 
 // Validate parses and validates the scenario src, named file in messages.
-// It stops once ctx is done (checking the points of a large sweep takes
-// a while), with ctx's error as the validation's Error.
-func Validate(ctx context.Context, src, file string) Validation {
+func Validate(src, file string) Validation {
+	return ValidateContext(context.Background(), src, file)
+}
+
+// ValidateContext is Validate, stopped once ctx is done (checking the
+// points of a large sweep takes a while), with ctx's error as the
+// validation's Error: herdlab ui's, which stops when its request ends.
+func ValidateContext(ctx context.Context, src, file string) Validation {
 	v := Validation{Problems: []Problem{}, Warnings: []Problem{}, Controls: Controls(src)}
 	sc, err := scenarios.ParseContext(ctx, file, []byte(src))
 	if err != nil {

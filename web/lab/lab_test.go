@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -49,7 +50,7 @@ func at(src string, line, col, n int) string {
 
 func TestValidateAValidFile(t *testing.T) {
 	src := read(t, "thundering-herd.yaml")
-	v := Validate(context.Background(), src, "thundering-herd.yaml")
+	v := Validate(src, "thundering-herd.yaml")
 	assert.Empty(t, v.Problems)
 	assert.Empty(t, v.Error)
 	assert.Empty(t, v.Warnings, "the file silences what lint finds")
@@ -88,7 +89,7 @@ func TestValidateAValidFile(t *testing.T) {
 
 func TestControlsOfAGraph(t *testing.T) {
 	src := read(t, "real-graph.yaml")
-	v := Validate(context.Background(), src, "real-graph.yaml")
+	v := Validate(src, "real-graph.yaml")
 	require.Empty(t, v.Problems)
 	var services int
 	for _, c := range v.Controls {
@@ -114,7 +115,7 @@ func TestControlsOnlyWherePlain(t *testing.T) {
 }
 
 func TestValidateABadFile(t *testing.T) {
-	v := Validate(context.Background(), badFile, "bad.yaml")
+	v := Validate(badFile, "bad.yaml")
 	require.NotEmpty(t, v.Problems)
 	assert.Equal(t, Problem{Line: 4, Col: 24, Path: "strategies[0].backoff.delay", Message: v.Problems[0].Message}, v.Problems[0])
 	assert.Contains(t, v.Error, "bad.yaml:4:")
@@ -176,7 +177,7 @@ func TestRunsInPartsSummariseAsOne(t *testing.T) {
 		src := read(t, name)
 		whole := Run(context.Background(), src, name, Options{})
 		require.Empty(t, whole.Error, name)
-		v := Validate(context.Background(), src, name)
+		v := Validate(src, name)
 		require.Positive(t, v.Units, name)
 		var odd, even []int
 		for k := v.Units - 1; k >= 0; k-- {
@@ -208,4 +209,20 @@ func TestRunsInPartsSummariseAsOne(t *testing.T) {
 	}
 	assert.Contains(t, RunUnits(context.Background(), read(t, "jitter.yaml"), "jitter.yaml", []int{1000}, Options{}).Error, "no unit 1000")
 	assert.Equal(t, 4, RunUnits(context.Background(), badFile, "bad.yaml", []int{0}, Options{}).Problems[0].Line)
+}
+
+func TestValidateStopsWithItsContext(t *testing.T) {
+	// A sweep's points take a while to check: a validation whose
+	// context ends stops, with the context's error.
+	values := make([]string, 10000)
+	for i := range values {
+		values[i] = strconv.Itoa(1000 + i)
+	}
+	src := read(t, "thundering-herd.yaml") + "sweep:\n  vary:\n    - {path: workload.requests, values: [" + strings.Join(values, ", ") + "]}\n"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v := ValidateContext(ctx, src, "th.yaml")
+	assert.Equal(t, context.Canceled.Error(), v.Error)
+	assert.Empty(t, v.Describe)
+	assert.NotEmpty(t, Validate(src, "th.yaml").Describe, "uncancelled, it validates")
 }

@@ -20,7 +20,7 @@ func TestSweep(t *testing.T) {
 	b, err := os.ReadFile("testdata/small-sweep.yaml")
 	require.NoError(t, err)
 	smallSweep := string(b)
-	v := Validate(context.Background(), smallSweep, "small.yaml")
+	v := Validate(smallSweep, "small.yaml")
 	require.Empty(t, v.Problems)
 	assert.Equal(t, 24, v.SweepUnits)
 	assert.Equal(t, 6, v.SweepPoints)
@@ -93,7 +93,7 @@ func TestSweep(t *testing.T) {
 	assert.Contains(t, twice.Error, "missing or twice")
 	assert.Contains(t, SweepUnits(context.Background(), smallSweep, "small.yaml", []int{24}, Options{}).Error, "no unit 24")
 	assert.Contains(t, Sweep(context.Background(), read(t, "thundering-herd.yaml"), "th.yaml", Options{}).Error, "no sweep: section")
-	assert.Zero(t, Validate(context.Background(), read(t, "thundering-herd.yaml"), "th.yaml").SweepUnits)
+	assert.Zero(t, Validate(read(t, "thundering-herd.yaml"), "th.yaml").SweepUnits)
 	over := SweepUnits(context.Background(), smallSweep, "small.yaml", []int{0}, Options{MaxMemory: 1 << 10, MaxMemoryName: "the test's"})
 	assert.Contains(t, over.Error, "(the test's)")
 }

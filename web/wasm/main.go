@@ -57,7 +57,7 @@ func validate(_ js.Value, args []js.Value) any {
 	if len(args) < 2 {
 		return answer(lab.Validation{Error: "herdlabValidate(yaml, file): two arguments"})
 	}
-	return answer(lab.Validate(context.Background(), args[0].String(), args[1].String()))
+	return answer(lab.Validate(args[0].String(), args[1].String()))
 }
 
 func run(_ js.Value, args []js.Value) any {
