@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"slices"
 
+	"github.com/zeontools/herdlab/internal/localhost"
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 )
@@ -204,7 +205,7 @@ func (g *Graph) StartAdmin(addr string) error {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+ControlStatePath, controlState(g.Idle, g.State))
 	mux.HandleFunc("POST "+ControlResetPath, controlResetHandler(g.resetFor, g.State))
-	g.admin = &http.Server{Handler: mux, ReadHeaderTimeout: serverDefaultReadTimeout, WriteTimeout: serverWriteSlack + serverResetWait}
+	g.admin = &http.Server{Handler: localhost.Guard(mux, ln.Addr().String()), ReadHeaderTimeout: serverDefaultReadTimeout, WriteTimeout: serverWriteSlack + serverResetWait}
 	g.adminLn = ln
 	g.adminDone = make(chan struct{})
 	go func() {

@@ -18,6 +18,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zeontools/herdlab/internal/localhost"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
 )
@@ -540,7 +541,7 @@ func (s *Server) StartAdmin(addr string) error {
 		return fmt.Errorf("realhttp: StartAdmin: %w", err)
 	}
 	hs := &http.Server{
-		Handler:           s.admin,
+		Handler:           localhost.Guard(s.admin, ln.Addr().String()),
 		ReadHeaderTimeout: serverDefaultReadTimeout,
 		ReadTimeout:       serverDefaultReadTimeout,
 		WriteTimeout:      serverWriteSlack + serverResetWait,

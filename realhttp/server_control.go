@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zeontools/herdlab/internal/localhost"
 	"github.com/zeontools/herdlab/scenarios"
 )
 
@@ -200,8 +201,11 @@ func (s *Server) State() ServerState {
 // end) for the server to empty, and answers the ServerState after the
 // reset, or 409 Conflict when requests stayed at the server, 503 after
 // Shutdown began. None of it is authenticated: serve it on loopback
-// (StartAdmin does by default).
-func (s *Server) AdminHandler() http.Handler { return s.admin }
+// (StartAdmin does by default). It answers only requests addressed to a
+// loopback name or address, and refuses a reset sent by a web page or
+// with a body that is not JSON (internal/localhost); StartAdmin's
+// listener also answers requests addressed to the address it listens on.
+func (s *Server) AdminHandler() http.Handler { return localhost.Guard(s.admin, "") }
 
 // controlState answers GET /control/state with state(), after idle
 // when asked (?idle=1), waiting up to serverResetWait.
@@ -307,6 +311,9 @@ func (c Control) call(ctx context.Context, method, path string, body []byte) (Se
 	req, err := http.NewRequestWithContext(ctx, method, target, bytes.NewReader(body))
 	if err != nil {
 		return st, fmt.Errorf("realhttp: control %s: %w", target, err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
 	}
 	client := c.Client
 	if client == nil {

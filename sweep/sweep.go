@@ -181,6 +181,17 @@ func (p *Plan) Fit(parallel int, limit, maxEvents int64) (int, error) {
 	return n, nil
 }
 
+// Memory returns the memory parallel units at once take, going by the
+// point whose run needs the most, as Fit estimates it with limit bytes
+// of memory (0: no limit) and maxEvents the event budget of a run (0:
+// the default): herdlab ui counts it against the memory it shares among
+// the runs in flight.
+func (p *Plan) Memory(parallel int, limit, maxEvents int64) int64 {
+	n := sim.Estimate(p.worst, sim.Options{Strategies: p.only, Parallel: parallel, MaxEvents: maxEvents, MaxMemory: limit})
+	n.Runs = n.AtOnce
+	return n.Memory()
+}
+
 // CheckMetric reports a metric that is not a figure of summary.json.
 func CheckMetric(metric string) error {
 	if !slices.Contains(scenarios.Figures, metric) {

@@ -77,7 +77,7 @@ func (c *console) messages() []string {
 
 // browser starts a headless Chromium and returns a context for a first
 // tab, a function that opens another tab, and the console of both.
-func browser(t testing.TB) (context.Context, func() context.Context, *console) {
+func browser(t testing.TB, extra ...chromedp.ExecAllocatorOption) (context.Context, func() context.Context, *console) {
 	t.Helper()
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromium(t)),
@@ -90,6 +90,7 @@ func browser(t testing.TB) (context.Context, func() context.Context, *console) {
 		chromedp.UserDataDir(t.TempDir()),
 		chromedp.WindowSize(1400, 1000),
 	)
+	opts = append(opts, extra...)
 	alloc, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	t.Cleanup(cancelAlloc)
 	first, cancel := chromedp.NewContext(alloc)
@@ -384,4 +385,137 @@ func TestReportInTheBrowser(t *testing.T) {
 	assert.Less(t, eval[float64](t, ctx, span), span0/2, "the drag zoomed in on time")
 	screenshot(t, ctx, "report")
 	assert.Empty(t, console.messages(), "nothing on the console")
+}
+
+// statusWriter records the status a handler answers.
+type statusWriter struct {
+	http.ResponseWriter
+	code int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.code == 0 {
+		w.code = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.code == 0 {
+		w.code = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() { w.ResponseWriter.(http.Flusher).Flush() }
+
+// answered records, for each request h answered, "METHOD /path STATUS".
+type answered struct {
+	mu   sync.Mutex
+	list []string
+}
+
+func (a *answered) wrap(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		sw := &statusWriter{ResponseWriter: w}
+		h.ServeHTTP(sw, r)
+		a.mu.Lock()
+		a.list = append(a.list, fmt.Sprintf("%s %s %d", r.Method, r.URL.Path, sw.code))
+		a.mu.Unlock()
+	})
+}
+
+func (a *answered) of(path string) []string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	var out []string
+	for _, s := range a.list {
+		if strings.Contains(s, " "+path+" ") {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// TestTheUIRefusesOtherPagesInTheBrowser drives herdlab ui's handler
+// from the pages of other sites in a real Chromium: a page of another
+// origin that posts a scenario to the ui (as text/plain, which needs no
+// permission, or as JSON) runs nothing and reads nothing; a name of
+// another site rebound to 127.0.0.1 (Chromium's resolver maps
+// rebind.example there), to which the browser grants the ui's answers,
+// gets 403 for config.json and the API. And the ui's own page, when
+// the ui runs as many simulations as it may, says why it runs none.
+func TestTheUIRefusesOtherPagesInTheBrowser(t *testing.T) {
+	if raceDetector {
+		t.Skip("run without the race detector (make test's second step)")
+	}
+	chromium(t)
+	var seen answered
+	initial := &Initial{File: "secret.yaml", YAML: "# a secret\n" + shipped(t, "thundering-herd.yaml")}
+	ui := httptest.NewServer(seen.wrap(Handler(ServerOptions{Initial: initial, MaxRuns: 1, Parallel: 1})))
+	t.Cleanup(ui.Close)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, "<!doctype html><title>another site</title><p>another site")
+	}))
+	t.Cleanup(other.Close)
+	ctx, tab, _ := browser(t, chromedp.Flag("host-resolver-rules", "MAP rebind.example 127.0.0.1"))
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	body, _ := json.Marshal(map[string]string{"yaml": shipped(t, "thundering-herd.yaml"), "file": "th.yaml"})
+	fetch := func(ctx context.Context, url, init string) string {
+		t.Helper()
+		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](fmt.Sprintf(`fetch(%q, %s).then((r) => r.text().then((b) => r.status + " " + b), (e) => "refused: " + e.name)`, url, init), chromedp.EvalAwaitPromise))
+		require.NoError(t, err)
+		return v
+	}
+
+	// Another origin's page.
+	do(t, ctx, chromedp.Navigate(other.URL))
+	plain := fmt.Sprintf(`{method: "POST", headers: {"Content-Type": "text/plain"}, body: %q}`, body)
+	assert.Equal(t, "refused: TypeError", fetch(ctx, ui.URL+"/api/run", plain), "the page reads nothing")
+	assert.Equal(t, "0 ", fetch(ctx, ui.URL+"/api/run", strings.Replace(plain, "{", `{mode: "no-cors", `, 1)), "an opaque answer")
+	assert.Equal(t, []string{"POST /api/run 403", "POST /api/run 403"}, seen.of("/api/run"), "refused: no simulation ran")
+	jsonInit := fmt.Sprintf(`{method: "POST", headers: {"Content-Type": "application/json"}, body: %q}`, body)
+	assert.Equal(t, "refused: TypeError", fetch(ctx, ui.URL+"/api/validate", jsonInit))
+	for _, s := range seen.of("/api/validate") {
+		assert.NotContains(t, s, "POST", "a JSON post from another origin is never sent: its preflight fails")
+	}
+	assert.Equal(t, "refused: TypeError", fetch(ctx, ui.URL+"/config.json", "{}"), "nor read")
+
+	// A name rebound to this machine: the browser takes the ui for that
+	// site's, and the ui refuses it.
+	rebound := "http://rebind.example:" + ui.URL[strings.LastIndex(ui.URL, ":")+1:]
+	do(t, ctx, chromedp.Navigate(rebound+"/config.json"))
+	text := eval[string](t, ctx, `document.body.innerText`)
+	assert.Contains(t, text, "is not this server's address")
+	assert.NotContains(t, text, "secret")
+	got := fetch(ctx, rebound+"/api/run", jsonInit)
+	assert.True(t, strings.HasPrefix(got, "403 "), got)
+	assert.Contains(t, seen.of("/config.json"), "GET /config.json 403")
+
+	// The ui's own page: a validation it replaces is aborted, and the
+	// server stops its work (the costly sweep takes 20 s to validate),
+	// answering nothing.
+	do(t, ctx, chromedp.Navigate(ui.URL+"/"), waitRun(0))
+	n := runs(t, ctx)
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "costly.yaml"), undefined`, costlySweep())))
+	time.Sleep(500 * time.Millisecond) // the server works on it
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "thundering-herd.yaml"), undefined`, shipped(t, "thundering-herd.yaml"))), waitRun(n))
+	assert.Eventually(t, func() bool { return slices.Contains(seen.of("/api/validate"), "POST /api/validate 0") }, 5*time.Second, 10*time.Millisecond,
+		"the replaced validation stopped: %v", seen.of("/api/validate"))
+
+	// The ui's own page works, and says why when the ui is busy (a run
+	// that would take minutes).
+	long := strings.Replace(shipped(t, "million.yaml"), "\nduration: 15m\n", "\nruns: 30\nduration: 15m\n", 1)
+	require.Contains(t, long, "runs: 30")
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.setScenario(%q, "million.yaml"), undefined`, long)),
+		waitState("running"))
+	second := tab()
+	do(t, second, chromedp.Navigate(ui.URL+"/"), waitState("error"), chromedp.WaitVisible(chromedp.CSS(`#error`)))
+	reason := eval[string](t, second, `document.querySelector("#error").textContent`)
+	assert.Contains(t, reason, "HTTP 429: busy: herdlab ui runs at most 1 simulation at once")
+	assert.NotContains(t, reason, `{"error"`, "the reason, not its JSON")
+	screenshot(t, second, "server-busy")
+	do(t, ctx, chromedp.Click(chromedp.CSS(`#cancel`)), waitState("cancelled"))
 }

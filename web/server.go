@@ -7,9 +7,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
+	"github.com/zeontools/herdlab/internal/localhost"
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/web/lab"
 )
@@ -19,9 +22,16 @@ type ServerOptions struct {
 	// Initial is the scenario the page opens with; nil opens the
 	// library's default.
 	Initial *Initial
-	// MaxMemory is the memory one run may take, as the simulator
-	// estimates it: a bigger scenario is refused, with a message that
-	// names the figure. 0: no bound.
+	// Addr is the address the server listens on (host:port): requests
+	// must be addressed to it or to a loopback name or address (see
+	// internal/localhost). "": loopback only.
+	Addr string
+	// MaxMemory is the memory every run in flight may take together,
+	// each as the simulator estimates it (the estimate of herdlab run
+	// --max-memory), summed: a scenario that does not fit alone is
+	// refused with a message that names the figure; one that does not fit
+	// beside the runs in flight is answered 429, with the figures. 0: no
+	// bound.
 	MaxMemory int64
 	// MaxMemoryName is how messages name MaxMemory.
 	MaxMemoryName string
@@ -31,7 +41,16 @@ type ServerOptions struct {
 	// Parallel is how many runs of a simulation go at once; 0: one per
 	// CPU.
 	Parallel int
+	// MaxRuns is how many simulations and sweeps may be in flight at
+	// once, every client's together; beyond, a request is answered 429.
+	// 0: DefaultMaxRuns.
+	MaxRuns int
 }
+
+// DefaultMaxRuns is how many simulations and sweeps herdlab ui runs at
+// once by default, every client's together: twice the CPUs, at least 2 (a
+// run uses every CPU: more at once only share them).
+func DefaultMaxRuns() int { return max(2, 2*runtime.GOMAXPROCS(0)) }
 
 // maxBody is the most an API request may carry: a scenario file at its
 // largest, quoted in JSON.
@@ -48,11 +67,17 @@ const contentSecurity = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval
 // Each client (the Herdlab-Client header the page sends, or else its
 // address) has one simulation at a time: a new run cancels its previous
 // one, and a run ends when its request does (the page went away, or
-// aborted it).
-func Handler(o ServerOptions) http.Handler { return newHandler(o) }
+// aborted it). Every client's runs together are bounded by o.MaxRuns and
+// o.MaxMemory (429 beyond). It answers only requests addressed to
+// o.Addr or loopback, and the API only JSON from its own page: 403 or
+// 415 otherwise, with the reason (internal/localhost).
+func Handler(o ServerOptions) http.Handler { return localhost.Guard(newHandler(o), o.Addr) }
 
 func newHandler(o ServerOptions) *handler {
 	mux := http.NewServeMux()
+	if o.MaxRuns <= 0 {
+		o.MaxRuns = DefaultMaxRuns()
+	}
 	h := &handler{Handler: mux, o: o, running: map[string]*running{}}
 	mux.Handle("GET /", secured(http.FileServerFS(App())))
 	mux.HandleFunc("GET /config.json", func(w http.ResponseWriter, r *http.Request) {
@@ -93,9 +118,12 @@ func secured(next http.Handler) http.Handler {
 
 type handler struct {
 	http.Handler
-	o       ServerOptions
-	mu      sync.Mutex
-	running map[string]*running // by client
+	o          ServerOptions
+	mu         sync.Mutex
+	running    map[string]*running // by client
+	inFlight   int                 // runs and sweeps, every client's
+	reserved   int64               // memory granted to the runs in flight
+	validating int                 // validations in progress
 }
 
 // running is a client's simulation in progress.
@@ -129,12 +157,26 @@ func read(w http.ResponseWriter, r *http.Request) (request, bool) {
 	return req, true
 }
 
+// validate answers the validation of a scenario; it stops when its
+// request ends (the page went away, or sent another).
 func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 	req, ok := read(w, r)
 	if !ok {
 		return
 	}
-	writeJSON(w, http.StatusOK, lab.Validate(req.YAML, req.File))
+	h.mu.Lock()
+	h.validating++
+	h.mu.Unlock()
+	defer func() {
+		h.mu.Lock()
+		h.validating--
+		h.mu.Unlock()
+	}()
+	v := lab.ValidateContext(r.Context(), req.YAML, req.File)
+	if r.Context().Err() != nil {
+		return // nobody to answer
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // run runs a simulation, answering newline-delimited JSON: progress
@@ -154,7 +196,8 @@ func (h *handler) sweep(w http.ResponseWriter, r *http.Request) {
 
 // stream answers an API request with do's result, as newline-delimited
 // JSON: progress lines (every 50 ms at most), then {"result": ...}. The
-// client's run in progress, if any, is cancelled first.
+// client's run in progress, if any, is cancelled first. Beyond MaxRuns
+// in flight, or MaxMemory, it answers 429 with {"error": reason}.
 func (h *handler) stream(w http.ResponseWriter, r *http.Request, do func(context.Context, request, lab.Options) any) {
 	req, ok := read(w, r)
 	if !ok {
@@ -162,6 +205,18 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, do func(context
 	}
 	ctx, done := h.start(r)
 	defer done()
+	leave, err := h.enter()
+	if err != nil {
+		writeJSON(w, http.StatusTooManyRequests, lab.Result{Error: err.Error()})
+		return
+	}
+	defer leave()
+	var refused error
+	admit := func(need func(int) int64, most int) (int, func(), error) {
+		parallel, release, err := h.admit(need, most)
+		refused = err
+		return parallel, release, err
+	}
 	w.Header().Set("Content-Type", "application/x-ndjson")
 	w.Header().Set("Cache-Control", "no-store")
 	enc := json.NewEncoder(w)
@@ -177,6 +232,7 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, do func(context
 		MaxMemoryName: h.o.MaxMemoryName,
 		MaxEvents:     h.o.MaxEvents,
 		Parallel:      h.o.Parallel,
+		Admit:         admit,
 		Progress: func(f float64) {
 			if now := time.Now(); now.Sub(last) >= 50*time.Millisecond {
 				last = now
@@ -184,7 +240,62 @@ func (h *handler) stream(w http.ResponseWriter, r *http.Request, do func(context
 			}
 		},
 	})
+	if refused != nil { // before any progress: nothing was sent
+		writeJSON(w, http.StatusTooManyRequests, lab.Result{Error: refused.Error()})
+		return
+	}
 	send(map[string]any{"result": res})
+}
+
+// enter counts a run in flight, or says why not: MaxRuns are.
+func (h *handler) enter() (leave func(), err error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.inFlight >= h.o.MaxRuns {
+		what := "simulations"
+		if h.o.MaxRuns == 1 {
+			what = "simulation"
+		}
+		return nil, fmt.Errorf("busy: herdlab ui runs at most %d %s at once, every page's together (--max-runs), and that many are running; try again when one ends", h.o.MaxRuns, what)
+	}
+	h.inFlight++
+	return func() {
+		h.mu.Lock()
+		h.inFlight--
+		h.mu.Unlock()
+	}, nil
+}
+
+// admit grants a run the memory of as many runs at once, up to most, as
+// fit beside the runs in flight (need(p) is what p at once take), or
+// says why none fit.
+func (h *handler) admit(need func(int) int64, most int) (int, func(), error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	parallel, bytes := max(most, 1), int64(0)
+	if limit := h.o.MaxMemory; limit > 0 {
+		free := limit - h.reserved
+		for bytes = need(parallel); parallel > 1 && bytes > free; bytes = need(parallel) {
+			parallel--
+		}
+		if bytes > free {
+			return 0, nil, fmt.Errorf("busy: this simulation needs about %s of memory, and the runs in flight take %s of the %s herdlab ui shares among them (%s); try again when one ends",
+				results.Bytes(bytes), results.Bytes(h.reserved), results.Bytes(limit), h.memoryName())
+		}
+	}
+	h.reserved += bytes
+	return parallel, sync.OnceFunc(func() {
+		h.mu.Lock()
+		h.reserved -= bytes
+		h.mu.Unlock()
+	}), nil
+}
+
+func (h *handler) memoryName() string {
+	if h.o.MaxMemoryName != "" {
+		return h.o.MaxMemoryName
+	}
+	return "--max-memory"
 }
 
 // start registers a run of r's client: it cancels the client's run in

@@ -5,12 +5,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"runtime"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -42,6 +46,7 @@ func post(t *testing.T, ctx context.Context, url, client string, body any) *http
 	require.NoError(t, err)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(b))
 	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
 	if client != "" {
 		req.Header.Set("Herdlab-Client", client)
 	}
@@ -163,6 +168,7 @@ func TestTheAPI(t *testing.T) {
 	assert.Equal(t, http.StatusRequestEntityTooLarge, resp.StatusCode)
 	resp.Body.Close()
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/api/run", strings.NewReader("yaml: x"))
+	req.Header.Set("Content-Type", "application/json")
 	resp, err = http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
@@ -247,4 +253,255 @@ func TestTheAPISweeps(t *testing.T) {
 	assert.Len(t, res.Sweep.Points, 3)
 	require.Len(t, res.Heatmap.Strategies, 1)
 	assert.Len(t, res.Heatmap.Strategies[0].Cells, 3)
+}
+
+// send sends a request to the ui as a page or another client would:
+// method, path, Host (the server's when ""), and headers.
+func send(t *testing.T, srv *httptest.Server, method, path, host string, body string, headers map[string]string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, srv.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	if host != "" {
+		req.Host = host
+	}
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
+}
+
+func TestTheUIRefusesOtherPages(t *testing.T) {
+	// Another site's page may send requests to the ui: a cross-origin
+	// text/plain POST needs no permission, and a name rebound to
+	// 127.0.0.1 reads the answers. They are refused with the reason; the
+	// page's own JSON requests are not.
+	srv := httptest.NewServer(Handler(ServerOptions{Initial: &Initial{File: "secret.yaml", YAML: "name: secret\n"}}))
+	defer srv.Close()
+	src, _ := json.Marshal(map[string]string{"yaml": shipped(t, "thundering-herd.yaml"), "file": "th.yaml"})
+	own := srv.URL // the page's origin
+	tests := []struct {
+		name, method, path, host, body string
+		headers                        map[string]string
+		want                           int
+		why                            string
+	}{
+		{"cross-origin text/plain run", "POST", "/api/run", "", string(src), map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "another origin"},
+		{"cross-origin text/plain validate, an old browser", "POST", "/api/validate", "", string(src), map[string]string{"Content-Type": "text/plain", "Origin": "http://evil.example"}, 403, "another origin"},
+		{"cross-origin JSON sweep", "POST", "/api/sweep", "", string(src), map[string]string{"Content-Type": "application/json", "Origin": "http://evil.example", "Sec-Fetch-Site": "cross-site"}, 403, "another origin"},
+		{"rebound config.json", "GET", "/config.json", "rebind.example", "", nil, 403, "is not this server's address"},
+		{"rebound config.json, with the port", "GET", "/config.json", "rebind.example:" + srv.URL[strings.LastIndex(srv.URL, ":")+1:], "", nil, 403, "is not this server's address"},
+		{"rebound run", "POST", "/api/run", "rebind.example", string(src), map[string]string{"Content-Type": "application/json", "Origin": "http://rebind.example", "Sec-Fetch-Site": "same-origin"}, 403, "is not this server's address"},
+		{"same-origin text/plain", "POST", "/api/validate", "", string(src), map[string]string{"Content-Type": "text/plain", "Origin": own, "Sec-Fetch-Site": "same-origin"}, 415, "must be application/json"},
+		{"same-origin JSON validate", "POST", "/api/validate", "", string(src), map[string]string{"Content-Type": "application/json", "Origin": own, "Sec-Fetch-Site": "same-origin"}, 200, ""},
+		{"localhost config.json", "GET", "/config.json", "localhost:8090", "", nil, 200, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, body := send(t, srv, tt.method, tt.path, tt.host, tt.body, tt.headers)
+			require.Equal(t, tt.want, code, body)
+			if tt.want != 200 {
+				var answer struct{ Error string }
+				require.NoError(t, json.Unmarshal([]byte(body), &answer), body)
+				assert.Contains(t, answer.Error, tt.why)
+				assert.NotContains(t, body, "name: secret")
+			}
+		})
+	}
+	// The page's own run goes through.
+	code, body := send(t, srv, "POST", "/api/run", "", string(src), map[string]string{"Content-Type": "application/json", "Origin": own, "Sec-Fetch-Site": "same-origin"})
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, `"summary"`)
+	code, body = send(t, srv, "GET", "/config.json", "", "", nil)
+	assert.Equal(t, 200, code)
+	assert.Contains(t, body, "name: secret")
+}
+
+// runningUntil starts a run of src for client and waits for its first
+// progress line; the run is cancelled at the test's end.
+func runningUntil(t *testing.T, srv *httptest.Server, client, src string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	resp := post(t, ctx, srv.URL+"/api/run", client, map[string]string{"yaml": src, "file": "long.yaml"})
+	t.Cleanup(func() { cancel(); resp.Body.Close() })
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	line, err := bufio.NewReader(resp.Body).ReadString('\n')
+	require.NoError(t, err)
+	require.Contains(t, line, "progress")
+}
+
+// refused posts a run for client and returns its 429's reason.
+func refused(t *testing.T, srv *httptest.Server, path, client, src string) string {
+	t.Helper()
+	resp := post(t, context.Background(), srv.URL+path, client, map[string]string{"yaml": src, "file": "more.yaml"})
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusTooManyRequests, resp.StatusCode)
+	var res lab.Result
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&res))
+	return res.Error
+}
+
+func TestTheUICapsItsRuns(t *testing.T) {
+	// MaxRuns at once, every client's together: a client that names
+	// itself anew (Herdlab-Client) gets no more.
+	h := newHandler(ServerOptions{Parallel: 1, MaxRuns: 2})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close) // after the runs' end
+	long := strings.Replace(shipped(t, "million.yaml"), "\nduration: 15m\n", "\nruns: 30\nduration: 15m\n", 1)
+	runningUntil(t, srv, "a", long)
+	runningUntil(t, srv, "b", long)
+	for _, client := range []string{"c", "d", ""} {
+		assert.Contains(t, refused(t, srv, "/api/run", client, shipped(t, "real-graph.yaml")), "busy: herdlab ui runs at most 2 simulations at once", client)
+	}
+	assert.Contains(t, refused(t, srv, "/api/sweep", "e", shipped(t, "real-graph.yaml")), "busy: herdlab ui runs at most 2 simulations at once")
+	// A client's new run replaces its own: no third.
+	_, res := answer(t, post(t, context.Background(), srv.URL+"/api/run", "a", map[string]string{"yaml": shipped(t, "real-graph.yaml"), "file": "real-graph.yaml"}))
+	assert.Empty(t, res.Error)
+	assert.NotEmpty(t, res.Summary)
+}
+
+func TestTheUISharesItsMemory(t *testing.T) {
+	// One budget for every run in flight: runs that each fit it alone,
+	// asked at once, get it one at a time, the others 429 with the
+	// figures; the process stays under the budget.
+	const budget = 450 << 20
+	h := newHandler(ServerOptions{MaxMemory: budget, MaxMemoryName: "herdlab ui --max-memory", MaxRuns: 10})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	big := strings.Replace(shipped(t, "million.yaml"), "requests: 1000000", "requests: 3000000", 1)
+	require.Contains(t, big, "requests: 3000000")
+	sc, err := scenarios.Parse("big.yaml", []byte(big))
+	require.NoError(t, err)
+	one := sim.Estimate(sc, sim.Options{Parallel: 1, MaxMemory: budget}).Memory()
+	require.Less(t, one, int64(budget), "one run fits")
+	require.Greater(t, 2*one, int64(budget), "two do not")
+
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	sampled := make(chan struct{})
+	go func() {
+		defer close(sampled)
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.Sys > peak.Load() {
+				peak.Store(m.Sys)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}()
+	const clients = 4
+	codes := make(chan int, clients)
+	reasons := make(chan string, clients)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	for i := range clients {
+		go func() {
+			resp := post(t, ctx, srv.URL+"/api/run", fmt.Sprint("client", i), map[string]string{"yaml": big, "file": "big.yaml"})
+			defer resp.Body.Close()
+			codes <- resp.StatusCode
+			if resp.StatusCode == http.StatusTooManyRequests {
+				var res lab.Result
+				json.NewDecoder(resp.Body).Decode(&res)
+				reasons <- res.Error
+				return
+			}
+			bufio.NewReader(resp.Body).ReadString('\n') // it runs
+			reasons <- ""
+		}()
+	}
+	ran, busy := 0, 0
+	for range clients {
+		switch <-codes {
+		case http.StatusOK:
+			ran++
+		case http.StatusTooManyRequests:
+			busy++
+		}
+	}
+	for range clients {
+		if r := <-reasons; r != "" {
+			assert.Contains(t, r, "busy: this simulation needs about ")
+			assert.Contains(t, r, "of the 450 MB herdlab ui shares among them (herdlab ui --max-memory)")
+		}
+	}
+	assert.Equal(t, 1, ran, "one run at a time fits")
+	assert.Equal(t, clients-1, busy)
+	h.mu.Lock()
+	assert.LessOrEqual(t, h.reserved, int64(budget))
+	h.mu.Unlock()
+	// A sweep counts as a run does.
+	sweep := big + "sweep:\n  vary:\n    - {path: workload.requests, values: [2500000, 3000000]}\n"
+	assert.Contains(t, refused(t, srv, "/api/sweep", "sweeper", sweep), "busy: this simulation needs about ")
+	time.Sleep(2 * time.Second) // the admitted run grows meanwhile
+	close(stop)
+	<-sampled
+	t.Logf("one run: %s estimated; the process's peak: %s of the %s budget", results.Bytes(one), results.Bytes(int64(peak.Load())), results.Bytes(budget))
+	assert.Less(t, peak.Load(), uint64(budget), "the process stays under the budget")
+	cancel()
+	assert.Eventually(t, func() bool { h.mu.Lock(); defer h.mu.Unlock(); return h.reserved == 0 && h.inFlight == 0 }, 20*time.Second, 10*time.Millisecond, "what a run was granted is released as it ends")
+}
+
+// cpuTime is the process's CPU time so far.
+func cpuTime(t *testing.T) time.Duration {
+	var ru syscall.Rusage
+	require.NoError(t, syscall.Getrusage(syscall.RUSAGE_SELF, &ru))
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// costlySweep is a sweep whose validation takes seconds: 10,000 points
+// of 2,000 rate changes each.
+func costlySweep() string {
+	var steps, conc, rates []string
+	for i := range 2000 {
+		steps = append(steps, fmt.Sprintf("{from: %dms, until: %dms, rate: %d}", i*10, i*10+10, 60+i%7))
+	}
+	for i := range 100 {
+		conc, rates = append(conc, fmt.Sprint(100+i)), append(rates, fmt.Sprint(50+i))
+	}
+	return "name: costly\nduration: 2m\nserver: {concurrency: 20, service_time: {dist: exponential, mean: 20ms}, queue: 200}\n" +
+		"workload:\n  arrival: {kind: poisson, rate: 40, schedule: [" + strings.Join(steps, ", ") + "]}\n" +
+		"strategies:\n  - {name: jitter, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 5}\n" +
+		"sweep:\n  vary:\n    - {path: server.concurrency, values: [" + strings.Join(conc, ", ") + "]}\n" +
+		"    - {path: workload.arrival.rate, values: [" + strings.Join(rates, ", ") + "]}\n"
+}
+
+func TestAValidationStopsWhenItsPageGoes(t *testing.T) {
+	// A page that sent a validation and went away leaves no work behind:
+	// the validation stops, and the process's CPU rests.
+	h := newHandler(ServerOptions{})
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	validating := func() int {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		return h.validating
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		b, _ := json.Marshal(map[string]string{"yaml": costlySweep(), "file": "costly.yaml"})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, srv.URL+"/api/validate", bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+		}
+	}()
+	require.Eventually(t, func() bool { return validating() == 1 }, 10*time.Second, time.Millisecond)
+	time.Sleep(200 * time.Millisecond) // well into the points
+	cancel()
+	<-done
+	assert.Eventually(t, func() bool { return validating() == 0 }, 2*time.Second, 5*time.Millisecond, "the validation stopped with its request")
+	before := cpuTime(t)
+	time.Sleep(time.Second)
+	assert.Less(t, cpuTime(t)-before, 300*time.Millisecond, "no work goes on")
 }

@@ -32,7 +32,12 @@ Metrics (/metrics) and the control endpoint (/control/state, and
 /control/reset, which herdlab replay --control uses to start each run from
 t=0) are on --metrics-addr, a listener of their own that outages leave
 alone. Neither listener has authentication: both bind 127.0.0.1 unless
-told otherwise, and a wider bind is warned about.
+told otherwise, and a wider bind is warned about. So that the web pages
+a browser opens cannot reset it, the metrics and control listener refuses
+(HTTP 403) a request addressed to a name other than localhost, a loopback
+address or the address it listens on (a page's name rebound to this
+machine), a reset sent by a page of another origin, and (HTTP 415) a
+reset whose body is not JSON.
 
 With --idempotency-store, keys live in Redis, which must persist them
 (appendonly yes, appendfsync always): serve warns when it does not, and

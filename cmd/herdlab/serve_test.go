@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/realhttp"
 )
 
 func TestServe(t *testing.T) {
@@ -208,4 +210,61 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 	assert.Equal(t, exitOK, <-done)
 	assert.Contains(t, stderr.String(), "warning: realhttp: the idempotency store is not durable: redis://127.0.0.1:"+port+"/0 has appendonly no")
 	assert.NotContains(t, stderr.String(), "pool.go", "go-redis's own log lines do not reach the user")
+}
+
+func TestServeControlRefusesOtherPages(t *testing.T) {
+	// serve's control endpoint is a server on the user's machine: a page
+	// of another site may not reset it (a cross-origin POST, a text/plain
+	// body) nor read it through a name rebound to 127.0.0.1; herdlab
+	// replay --control still resets it. For a server and a graph alike.
+	dir := t.TempDir()
+	server := writeScenario(t, dir, "served.yaml", "server: {service_time: 1ms}\nworkload: {requests: 1}\nstrategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]\n")
+	graph := writeScenario(t, dir, "graph.yaml", graphSmall)
+	for _, file := range []string{server, graph} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			_, control, _ := serveForTest(t, "--scenario", file)
+			resets := func() int {
+				st, err := realhttp.Control{URL: control}.State(context.Background())
+				require.NoError(t, err)
+				return st.Resets
+			}
+			tests := []struct {
+				name, method, path, host, ctype, origin, site string
+				want                                          int
+				why                                           string
+			}{
+				{"cross-origin reset", "POST", "control/reset", "", "text/plain", "http://evil.example", "cross-site", 403, "another origin"},
+				{"cross-origin reset, an old browser", "POST", "control/reset", "", "application/json", "http://evil.example", "", 403, "another origin"},
+				{"rebound reset", "POST", "control/reset", "rebind.example", "application/json", "", "", 403, "is not this server's address"},
+				{"rebound state", "GET", "control/state", "rebind.example:8081", "", "", "", 403, "is not this server's address"},
+				{"a text/plain reset", "POST", "control/reset", "", "text/plain", "", "", 415, "must be application/json"},
+			}
+			for _, tt := range tests {
+				req, err := http.NewRequest(tt.method, control+tt.path, strings.NewReader(`{"seed": 1}`))
+				require.NoError(t, err)
+				if tt.method == "GET" {
+					req.Body, req.ContentLength = nil, 0
+				}
+				if tt.host != "" {
+					req.Host = tt.host
+				}
+				for k, v := range map[string]string{"Content-Type": tt.ctype, "Origin": tt.origin, "Sec-Fetch-Site": tt.site} {
+					if v != "" {
+						req.Header.Set(k, v)
+					}
+				}
+				resp, err := http.DefaultClient.Do(req)
+				require.NoError(t, err)
+				body, _ := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				assert.Equal(t, tt.want, resp.StatusCode, "%s: %s", tt.name, body)
+				assert.Contains(t, string(body), tt.why, tt.name)
+				assert.NotContains(t, string(body), "fingerprint", tt.name)
+			}
+			assert.Zero(t, resets(), "nothing was reset")
+			_, err := realhttp.Control{URL: control}.Reset(context.Background(), 1)
+			require.NoError(t, err, "herdlab replay's reset")
+			assert.Equal(t, 1, resets())
+		})
+	}
 }

@@ -27,18 +27,27 @@ rerun the simulation as they change, interactive charts of what the
 reports show, downloads, and a link that carries the scenario (compressed,
 in the URL's fragment) and reproduces the run. The simulations run here,
 natively, one at a time for each page: a new run, or the page going away,
-cancels the one in progress. Everything the page needs is in this binary:
-it works offline.
+cancels the one in progress. Every page's runs together are bounded:
+--max-runs at once, and --max-memory shared among them (each run counts
+what the simulator estimates it takes, as herdlab run --max-memory does);
+a run beyond either is refused (HTTP 429) with the reason, and the page
+shows it. Everything the page needs is in this binary: it works offline.
 
 FILE, if given, opens in the editor; one with problems opens with them
 shown. The app binds 127.0.0.1 unless told otherwise: it has no
 authentication, and anyone who can reach it can run simulations on this
-machine, so a wider bind is warned about. make site builds the same app as
-a static site, in which the simulator runs in the browser in WebAssembly.`,
+machine, so a wider bind is warned about. Other web pages the browser
+opens cannot drive it: it refuses (HTTP 403) a request addressed to a
+name other than localhost, a loopback address or the address it listens
+on (a page's name rebound to this machine), a simulation asked by a page
+of another origin, and (HTTP 415) a body that is not JSON. make site
+builds the same app as a static site, in which the simulator runs in the
+browser in WebAssembly.`,
 	usage: "[FILE.yaml] [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.String("addr", "127.0.0.1:8090", "address to listen on")
 		fs.Int("parallel", 0, "runs of a simulation at once (default: the number of CPUs, fewer if memory is short)")
+		fs.Int("max-runs", 0, "simulations and sweeps in flight at once, every page's together (default: twice the CPUs, at least 2)")
 		limitFlags(fs)
 	},
 	run: runUI,
@@ -60,7 +69,11 @@ func runUI(c *cli, fs *flag.FlagSet) int {
 	if parallel < 0 {
 		return fail("--parallel %d: want 0 (one per CPU) or more", parallel)
 	}
-	o := web.ServerOptions{MaxMemory: l.memory, MaxMemoryName: "herdlab ui --max-memory" + l.note(), MaxEvents: l.events, Parallel: parallel}
+	maxRuns, _ := fs.GetInt("max-runs")
+	if maxRuns < 0 {
+		return fail("--max-runs %d: want 0 (twice the CPUs) or more", maxRuns)
+	}
+	o := web.ServerOptions{MaxMemory: l.memory, MaxMemoryName: "herdlab ui --max-memory" + l.note(), MaxEvents: l.events, Parallel: parallel, MaxRuns: maxRuns}
 	if fs.NArg() == 1 {
 		file := fs.Arg(0)
 		src, err := os.ReadFile(file)
@@ -80,6 +93,7 @@ func runUI(c *cli, fs *flag.FlagSet) int {
 	if !loopback(ln.Addr().String()) {
 		fmt.Fprintf(c.stderr, "herdlab ui: warning: --addr %s listens beyond this machine, and the app has no authentication: anyone who can reach it can run simulations here\n", ln.Addr())
 	}
+	o.Addr = ln.Addr().String()
 	// The requests' contexts end with the command's: a signal cancels
 	// the runs in progress.
 	srv := &http.Server{Handler: web.Handler(o), ReadHeaderTimeout: 10 * time.Second,

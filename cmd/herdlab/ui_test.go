@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -85,9 +86,64 @@ func TestUIBadInput(t *testing.T) {
 		{"ui", "--addr", "nonsense"},
 		{"ui", "--max-memory", "lots"},
 		{"ui", "--parallel", "-1"},
+		{"ui", "--max-runs", "-1"},
 	} {
 		code, _, stderr := herdlab(args...)
 		assert.Equal(t, exitBadInput, code, "%v", args)
 		assert.Contains(t, stderr, "herdlab ui: ", "%v", args)
 	}
+}
+
+func TestUIAnswersOnlyItsOwnAddress(t *testing.T) {
+	// herdlab ui refuses a Host that is not loopback nor the address it
+	// listens on (DNS rebinding), on loopback and on every interface
+	// alike; on every interface, the machine's addresses are its own.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "secret.yaml", "workload: {requests: 10}\nstrategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]\n")
+	get := func(url, host string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, url+"config.json", nil)
+		require.NoError(t, err)
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	for _, addr := range []string{"127.0.0.1:0", "0.0.0.0:0"} {
+		url, _ := startUI(t, file, "--addr", addr)
+		port := url[strings.LastIndex(url, ":")+1 : len(url)-1]
+		local := "http://127.0.0.1:" + port + "/"
+		code, body := get(local, "rebind.example:"+port)
+		assert.Equal(t, http.StatusForbidden, code, addr)
+		assert.Contains(t, body, "is not this server's address", addr)
+		assert.NotContains(t, body, "requests: 10", addr)
+		for _, host := range []string{"localhost:" + port, "127.0.0.1:" + port, ""} {
+			code, body := get(local, host)
+			assert.Equal(t, http.StatusOK, code, "%s %s", addr, host)
+			assert.Contains(t, body, "requests: 10", addr)
+		}
+		if addr == "0.0.0.0:0" {
+			if ip := anInterfaceAddress(); ip != "" {
+				code, _ := get("http://"+net.JoinHostPort(ip, port)+"/", "")
+				assert.Equal(t, http.StatusOK, code, "the machine's address %s", ip)
+			}
+		}
+		resp, err := http.Post(local+"api/validate", "text/plain", strings.NewReader(`{"yaml": "x"}`))
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusUnsupportedMediaType, resp.StatusCode)
+	}
+}
+
+// anInterfaceAddress returns an IPv4 address of this machine that is not
+// loopback, or "".
+func anInterfaceAddress() string {
+	addrs, _ := net.InterfaceAddrs()
+	for _, a := range addrs {
+		if n, ok := a.(*net.IPNet); ok && !n.IP.IsLoopback() && n.IP.To4() != nil {
+			return n.IP.String()
+		}
+	}
+	return ""
 }

@@ -48,8 +48,15 @@ type Validation struct {
 
 // Validate parses and validates the scenario src, named file in messages.
 func Validate(src, file string) Validation {
+	return ValidateContext(context.Background(), src, file)
+}
+
+// ValidateContext is Validate, stopped once ctx is done (checking the
+// points of a large sweep takes a while), with ctx's error as the
+// validation's Error: herdlab ui's, which stops when its request ends.
+func ValidateContext(ctx context.Context, src, file string) Validation {
 	v := Validation{Problems: []Problem{}, Warnings: []Problem{}, Controls: Controls(src)}
-	sc, err := scenarios.Parse(file, []byte(src))
+	sc, err := scenarios.ParseContext(ctx, file, []byte(src))
 	if err != nil {
 		v.Problems, v.Error = problems(err), err.Error()
 		return v
@@ -87,6 +94,15 @@ type Options struct {
 	MaxEvents int64
 	// Parallel is how many runs go at once; 0: one per CPU.
 	Parallel int
+	// Admit, when set, admits Run's or Sweep's runs before they start,
+	// once the scenario is valid and fits MaxMemory alone (herdlab ui
+	// shares one budget among every run in flight): need(p) is the
+	// memory, as sim estimates it, that p runs at once take, and most
+	// the runs at once MaxMemory and Parallel allow. It returns how many
+	// may go at once, from 1 to most, and the function that releases
+	// what it granted, which is called when the runs end; or an error
+	// that refuses them, which is the result's Error.
+	Admit func(need func(parallel int) int64, most int) (parallel int, release func(), err error)
 	// Progress, when set, is called with the share of the work done,
 	// from 0 to 1, from the runs' goroutines, one call at a time; none
 	// after Run returns.
@@ -112,6 +128,22 @@ func Run(ctx context.Context, src, file string, o Options) Result {
 			done += units
 			o.Progress(min(float64(done)/total, 1))
 		}
+	}
+	if o.Admit != nil {
+		most, err := sim.Fit(sc, opts, o.MaxMemory)
+		if err != nil {
+			return failure(err)
+		}
+		parallel, release, err := o.Admit(func(p int) int64 {
+			at := opts
+			at.Parallel = p
+			return sim.Estimate(sc, at).Memory()
+		}, most)
+		if err != nil {
+			return Result{Error: err.Error()}
+		}
+		defer release()
+		opts.Parallel = parallel
 	}
 	res, err := sim.Run(ctx, sc, opts)
 	if err != nil {

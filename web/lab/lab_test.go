@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -208,4 +209,20 @@ func TestRunsInPartsSummariseAsOne(t *testing.T) {
 	}
 	assert.Contains(t, RunUnits(context.Background(), read(t, "jitter.yaml"), "jitter.yaml", []int{1000}, Options{}).Error, "no unit 1000")
 	assert.Equal(t, 4, RunUnits(context.Background(), badFile, "bad.yaml", []int{0}, Options{}).Problems[0].Line)
+}
+
+func TestValidateStopsWithItsContext(t *testing.T) {
+	// A sweep's points take a while to check: a validation whose
+	// context ends stops, with the context's error.
+	values := make([]string, 10000)
+	for i := range values {
+		values[i] = strconv.Itoa(1000 + i)
+	}
+	src := read(t, "thundering-herd.yaml") + "sweep:\n  vary:\n    - {path: workload.requests, values: [" + strings.Join(values, ", ") + "]}\n"
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	v := ValidateContext(ctx, src, "th.yaml")
+	assert.Equal(t, context.Canceled.Error(), v.Error)
+	assert.Empty(t, v.Describe)
+	assert.NotEmpty(t, Validate(src, "th.yaml").Describe, "uncancelled, it validates")
 }

@@ -152,6 +152,14 @@ func Sweep(ctx context.Context, src, file string, o Options) SweepResult {
 	if parallel, err = p.Fit(parallel, o.MaxMemory, o.MaxEvents); err != nil {
 		return sweepFailure(err)
 	}
+	if o.Admit != nil {
+		granted, release, err := o.Admit(func(q int) int64 { return p.Memory(q, o.MaxMemory, o.MaxEvents) }, parallel)
+		if err != nil {
+			return SweepResult{Error: err.Error()}
+		}
+		defer release()
+		parallel = granted
+	}
 	ctx, stop := context.WithCancelCause(ctx)
 	defer stop(nil)
 	n := p.Spec.Units()

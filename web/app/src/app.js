@@ -124,7 +124,7 @@ async function validate() {
   try {
     answer = await app.engine.validate(yaml, app.file);
   } catch (e) {
-    if (version === app.version) fail(e);
+    if (version === app.version && !(e instanceof Cancelled)) fail(e);
     return;
   }
   if (version !== app.version) return;

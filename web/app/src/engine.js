@@ -57,10 +57,23 @@ const client = Array.from(crypto.getRandomValues(new Uint8Array(12)), (b) => b.t
 class ServerEngine {
   kind = "server";
   #abort = null; // the AbortController of the run or sweep in flight
+  #validating = null; // the AbortController of the validation in flight
 
+  // validate rejects with a Cancelled when a newer validation replaces
+  // it: the server stops the work of the one abandoned.
   async validate(yaml, file) {
-    const resp = await post("api/validate", { yaml, file });
-    return resp.json();
+    this.#validating?.abort();
+    const abort = new AbortController();
+    this.#validating = abort;
+    try {
+      const resp = await post("api/validate", { yaml, file }, abort.signal);
+      return await resp.json();
+    } catch (e) {
+      if (abort.signal.aborted) throw new Cancelled();
+      throw e;
+    } finally {
+      if (this.#validating === abort) this.#validating = null;
+    }
   }
 
   async run(yaml, file, onProgress) {
@@ -102,7 +115,9 @@ class ServerEngine {
 }
 
 // post sends body as JSON to url and returns the response, or throws
-// with the server's message when it is not 2xx.
+// with the server's message when it is not 2xx: the reason of its
+// {"error": ...} (herdlab ui busy, 429; a request refused, 403 or 415),
+// or its text.
 async function post(url, body, signal) {
   const resp = await fetch(url, {
     method: "POST",
@@ -111,7 +126,12 @@ async function post(url, body, signal) {
     signal,
   });
   if (!resp.ok) {
-    const text = (await resp.text()).trim();
+    let text = (await resp.text()).trim();
+    try {
+      text = JSON.parse(text).error || text;
+    } catch {
+      // not JSON: the text as it is
+    }
     throw new Error(`${url}: HTTP ${resp.status}${text ? ": " + text : ""}`);
   }
   return resp;
