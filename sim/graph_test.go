@@ -572,3 +572,49 @@ strategies:
 	r := res.Runs[0]
 	assert.InDelta(t, 0.5, cacheRatio(r, 1, 10, 110), 0.02)
 }
+
+// quorumScenario is a fleet of 3 requests, 2 s apart, to api, whose
+// first step calls store 3 times at once, needing 2 of them, and slow
+// once in parallel (1.5 s); its local work comes after them (when:
+// before). store serves 2 at a time for 500 ms with no waiting room:
+// the third copy is refused (503) at 0, 200 and 400 ms (a fixed 200 ms
+// backoff) while the first two are served; they answer at 500 ms, and
+// the third's next try would be at 600 ms, when store is free and would
+// serve it, while the step still waits for slow. Cancelled at the
+// quorum, it makes 2 + 3 attempts a request; left to retry until the
+// step or the job ends, 2 + 4. The margins (100 ms) hold over real HTTP
+// too (realhttp's TestGraphQuorumCancelsTheCopiesBeyondIt).
+const quorumScenario = `
+name: quorum
+duration: 8s
+services:
+  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 3, quorum: 2, when: before}, {service: slow, when: before, parallel: true}]}
+  - {name: store, concurrency: 2, queue: 0, service_time: {dist: constant, mean: 500ms}}
+  - {name: slow, service_time: {dist: constant, mean: 1500ms}}
+workload: {target: api, requests: 3, arrival: {kind: uniform, from: 0s, until: 6s}}
+strategies:
+  - name: s
+    backoff: {kind: none}
+    max_attempts: 1
+    timeout: 5s
+    edges:
+      default: {timeout: 4s}
+      api->store: {backoff: {kind: fixed, delay: 200ms}, max_attempts: 100, timeout: 4s}
+`
+
+// TestQuorumCancelsTheCopiesBeyondIt: once a call has its quorum, its
+// copies still going are cancelled at once, not left to retry until the
+// caller's job ends: store takes exactly 2 + 3 attempts a request (see
+// quorumScenario), not 2 + 4.
+func TestQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
+	_, res := runGraph(t, quorumScenario)
+	run := res.Runs[0]
+	require.Equal(t, int64(3), run.Delivered)
+	var store int64
+	for _, e := range run.Edges {
+		if e.Caller == "api" && e.Callee == "store" {
+			store = e.Attempts
+		}
+	}
+	assert.Equal(t, int64(3*(2+3)), store, "store's attempts")
+}
