@@ -546,3 +546,31 @@ strategies:
 	assert.Equal(t, int64(3), run.Delivered)
 	assert.Equal(t, int64(3*(2+3)), graphEdges(run)["api->store"], "store's attempts")
 }
+
+func TestGraphHedgeCancelDropsCopiesOfCancelledCalls(t *testing.T) {
+	// The simulator's scenario (sim's hedgeQuorumScenario): api calls
+	// store twice, needing one, each copy hedged after 100 ms with
+	// cancel; store serves one at a time for 500 ms. At 500 ms the first
+	// call wins and store takes the second call's copy at once; the
+	// winner's hedge and the second call (beyond the quorum), hung up
+	// on, leave the queue unserved: store processes 2, as in the
+	// simulator (its test server served all 4 before).
+	_, run := graphTestReplay(t, `
+name: hedge-quorum
+duration: 5s
+services:
+  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 2, quorum: 1}]}
+  - {name: store, concurrency: 1, service_time: {dist: constant, mean: 500ms}}
+workload: {target: api, requests: 1, arrival: {kind: burst, at: 0s}}
+strategies:
+  - name: s
+    backoff: {kind: none}
+    max_attempts: 1
+    timeout: 4s
+    edges:
+      api->store: {max_attempts: 1, timeout: 3s, hedge: {delay: 100ms, max: 1, cancel: true}}
+`)
+	assert.Equal(t, int64(1), run.Delivered)
+	assert.Equal(t, int64(4), graphEdges(run)["api->store"], "2 copies and 2 hedges sent")
+	assert.Equal(t, int64(2), run.Services[1].Processed, "store: the winner and the copy it took next")
+}

@@ -435,13 +435,17 @@ func (g *graph) cancelCalls(j int32) {
 }
 
 // cancel abandons call c: its attempt in flight is no longer
-// outstanding (its work goes on, for no one), its policy stops counting
-// it, and every event of it is now stale. The caller sets its state.
+// outstanding (its work goes on, for no one; a copy of an attempt hedged
+// with cancel that still waits in its replica's queue is hung up on and
+// taken out, as when another copy wins, and as herdlab's test server
+// does over real HTTP), its policy stops counting it, and every event of
+// it is now stale. The caller sets its state.
 func (g *graph) cancel(c int32) {
 	cl := &g.calls[c]
 	if cl.state == stInFlight && cl.replica >= 0 {
 		if g.copies != nil {
-			g.dropCopies(c, false) // their work goes on, for no one
+			h := g.edges[cl.edge].policy.Hedge
+			g.dropCopies(c, h != nil && h.Cancel)
 		} else {
 			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
 		}

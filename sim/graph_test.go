@@ -618,3 +618,38 @@ func TestQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
 	}
 	assert.Equal(t, int64(3*(2+3)), store, "store's attempts")
 }
+
+// hedgeQuorumScenario: api calls store twice, needing one, each copy
+// hedged after 100 ms with cancel; store serves one at a time for
+// 500 ms. The first call's copy is served (0-500 ms); the second call's
+// copy and both hedges wait. At 500 ms the first call wins: store takes
+// the second call's copy next, at once (before any cancel can reach it),
+// and the first call's hedge is cancelled; so is the second call, now
+// beyond the quorum, whose hedge is taken out of the queue too, hung up
+// on as herdlab's test server drops it over real HTTP (realhttp's
+// TestGraphHedgeCancelDropsCopiesOfCancelledCalls): store processes 2.
+const hedgeQuorumScenario = `
+name: hedge-quorum
+duration: 5s
+services:
+  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 2, quorum: 1}]}
+  - {name: store, concurrency: 1, service_time: {dist: constant, mean: 500ms}}
+workload: {target: api, requests: 1, arrival: {kind: burst, at: 0s}}
+strategies:
+  - name: s
+    backoff: {kind: none}
+    max_attempts: 1
+    timeout: 4s
+    edges:
+      api->store: {max_attempts: 1, timeout: 3s, hedge: {delay: 100ms, max: 1, cancel: true}}
+`
+
+// TestHedgeCancelDropsCopiesOfCancelledCalls: a call cancelled (beyond
+// its quorum, or its job ended) hangs up on its hedged copies, and with
+// cancel those still queued are taken out, as a winner's losers are.
+func TestHedgeCancelDropsCopiesOfCancelledCalls(t *testing.T) {
+	_, res := runGraph(t, hedgeQuorumScenario)
+	run := res.Runs[0]
+	require.Equal(t, int64(1), run.Delivered)
+	assert.Equal(t, int64(2), run.Services[1].Processed, "store: the winner and the copy it took next; both hedges dropped")
+}
