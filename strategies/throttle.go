@@ -137,16 +137,18 @@ const (
 // again (ThrottleAWSAdaptive: no token yet), and a zero wait that the
 // attempt is rejected locally (ThrottleSRE, ThrottleFailsafe).
 //
-// ThrottleAWSAdaptive follows the SDKs' loop to the letter
+// ThrottleAWSAdaptive follows the SDK's loop to the letter
 // (aws-sdk-go-v2 v1.48.0 aws/retry/adaptive.go GetAttemptToken and
-// adaptive_ratelimit.go AcquireToken; botocore 1.x retries/bucket.py
-// TokenBucket._acquire): refill the bucket, take a token if one is
-// there, else sleep (cost - tokens) / rate and ask again. Every waiter
-// sleeps on its own, so several may wake for one token: the first to
-// ask takes it, the others sleep again. The SDK's sleep is truncated to
-// the nanosecond and its clock has moved on when it asks again; here
-// the wait is rounded up, so that a waiter asks at the first nanosecond
-// its token is there and never spins at one instant.
+// adaptive_ratelimit.go AcquireToken; botocore's retries/bucket.py
+// TokenBucket._acquire computes the same sleep): refill the bucket, take
+// a token if one is there, else sleep (cost - tokens) / rate and ask
+// again. Every waiter sleeps on its own, so several may wake for one
+// token: the first to ask takes it, the others sleep again. The Go SDK's
+// sleep is truncated to the nanosecond and its clock has moved on when
+// it asks again; here the wait is rounded up, so that a waiter asks at
+// the first nanosecond its token is there and never spins at one
+// instant. (botocore also wakes one waiter early whenever the rate
+// changes; the Go SDK does not, nor does herdlab.)
 func (t *Throttle) Admit(s *ThrottleState, now time.Duration, r *rand.Rand) (wait time.Duration, ok bool) {
 	switch t.Kind {
 	case ThrottleSRE, ThrottleFailsafe:
