@@ -855,7 +855,8 @@ func (d *driver) send(i int32) {
 	d.current().Attempts++
 	d.inFlight++
 	d.stats.PeakInFlight = max(d.stats.PeakInFlight, d.inFlight)
-	call := driverCall{request: int(i), key: r.key, attempt: int(r.tag), planned: r.planned, timeout: d.timeout}
+	call := driverCall{request: int(i), key: r.key, attempt: int(r.tag), planned: r.planned, timeout: d.timeout,
+		cancellable: d.copies != nil && d.policy.Hedge.Cancel}
 	tag := r.tag
 	ctx := d.copyContext(i, tag)
 	d.wg.Go(func() { d.attempt(ctx, i, tag, call) })

@@ -85,6 +85,10 @@ type driverCall struct {
 	// attempt up (scenario time), if hasDeadline.
 	deadline    time.Duration
 	hasDeadline bool
+	// cancellable marks a copy of an attempt hedged with cancel: the
+	// sender hangs up on it when another copy wins, and the server
+	// drops it from its queue then (serverCancelHeader).
+	cancellable bool
 }
 
 // driverBody is the body of an attempt: {"request":N}.
@@ -150,6 +154,9 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	}
 	if c.hasDeadline {
 		h[serverDeadlineHeader] = []string{strconv.FormatInt(int64(c.deadline), 10)}
+	}
+	if c.cancellable {
+		h[serverCancelHeader] = []string{strconv.FormatInt(int64(c.timeout), 10)}
 	}
 	sent = time.Now()
 	resp, err := client.Do(req)

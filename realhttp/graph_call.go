@@ -43,10 +43,19 @@ type graphTally struct {
 // step makes the calls of one group at once, each with its probability
 // and as many copies as its fan-out, and waits until each has its
 // quorum (true), or one cannot have it (false: the others are
-// cancelled).
+// cancelled). A call's copies still going when it has its quorum are
+// cancelled at once, as the simulator's are, not when the step ends.
 func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bool {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	cancels := make([]context.CancelFunc, len(group)) // each call's copies'
+	defer func() {
+		for _, cancel := range cancels {
+			if cancel != nil {
+				cancel()
+			}
+		}
+	}()
 	type result struct {
 		slot int
 		ok   bool
@@ -76,8 +85,10 @@ func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bo
 	done := make(chan result, copies)
 	for _, slot := range todo {
 		e := c.svc.edges[group[slot]]
+		var callCtx context.Context
+		callCtx, cancels[slot] = context.WithCancel(ctx)
 		for range e.cfg.Fanout {
-			go func() { done <- result{slot, c.g.call(ctx, e, c.replica, a)} }()
+			go func() { done <- result{slot, c.g.call(callCtx, e, c.replica, a)} }()
 		}
 	}
 	for pending := made; pending > 0; {
@@ -94,6 +105,7 @@ func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bo
 		switch {
 		case t.ok >= t.need:
 			t.done = true
+			cancels[res.slot]()
 			pending--
 		case t.failed > t.fanout-t.need:
 			return false
@@ -173,7 +185,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 		if propagate && g.now()+d.Wait >= a.deadline {
 			return false // the retry would start after the deadline
 		}
-		if !g.sleep(ctx, d.Wait) {
+		if !g.sleep(ctx, d.Wait) || ctx.Err() != nil {
 			sd.cancel(e.policy, &req, false)
 			return false
 		}

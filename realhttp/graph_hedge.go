@@ -42,6 +42,7 @@ func (g *Graph) hedged(ctx context.Context, e *graphEdge, sd *graphSender, req *
 		cancels = append(cancels, cancel)
 		c := call
 		c.planned = now
+		c.cancellable = h.Cancel
 		go func() {
 			ans, _, live := driverSend(cctx, g.client, rep.url, c)
 			if live {

@@ -115,6 +115,13 @@ const (
 	// deadline propagation, when its caller gives the attempt up:
 	// scenario ns since the start.
 	serverDeadlineHeader = "Herdlab-Deadline"
+	// serverCancelHeader marks a copy of an attempt hedged with cancel:
+	// its value is the sender's timeout for it, in wall-clock ns (0:
+	// none). A sender that hangs up on it sooner has cancelled it
+	// (another copy won): the server takes it out of its queue without
+	// serving it, as the simulator does. A hang-up at its timeout is a
+	// sender giving up, whose work is still done (for no one).
+	serverCancelHeader = "Herdlab-Cancel"
 )
 
 // Defaults and limits of the HTTP server.

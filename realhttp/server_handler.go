@@ -83,6 +83,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	if n, ok := headerInt(r.Header, serverDeadlineHeader); ok {
 		a.deadline, a.hasDeadline = time.Duration(n), true
 	}
+	cancelTimeout, cancellable := headerInt(r.Header, serverCancelHeader)
 
 	// Outage and rate limit, at arrival.
 	s.mu.Lock()
@@ -156,6 +157,11 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		s.enqueueLocked(waiter, now)
 	}
 	s.mu.Unlock()
+	if waiter != nil && cancellable {
+		queued := waiter
+		stop := context.AfterFunc(r.Context(), func() { s.cancelWaiter(queued, a, time.Duration(cancelTimeout)) })
+		defer stop()
+	}
 	if waiter != nil {
 		select {
 		case <-waiter.ready:
@@ -167,6 +173,10 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 		if waiter.shed {
 			s.shed.Add(1)
 			s.answer(w, a, http.StatusServiceUnavailable, serverReasonShed)
+			return
+		}
+		if waiter.cancelled {
+			s.abort(w, a, strategies.Timeout, serverReasonCancelled)
 			return
 		}
 		if waiter.dropped {

@@ -30,11 +30,12 @@ const (
 	serverReasonDownstream                     // a downstream call of a graph's service failed
 	serverReasonShed                           // taken from the queue and answered 503: waited past the shed bound, or CoDel
 	serverReasonDeadline                       // dropped: its propagated deadline passed
+	serverReasonCancelled                      // taken from the queue: its sender cancelled it (a hedge's loser)
 	serverNumReasons
 )
 
 var serverReasonNames = [serverNumReasons]string{
-	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown", "downstream", "shed", "deadline",
+	"outage", "overload", "failure", "rate_limit", "processed", "cached", "in_progress", "store_error", "shutdown", "downstream", "shed", "deadline", "cancelled",
 }
 
 func (r serverReason) String() string { return serverReasonNames[r] }

@@ -15,6 +15,7 @@ type serverWaiter struct {
 	queuedAt   time.Duration // scenario time it joined the queue
 	dropped    bool          // skipped by drop_expired
 	shed       bool          // answered 503 instead: its wait passed the shed bound, or CoDel dropped it
+	cancelled  bool          // taken out of the queue: its sender cancelled it (see cancelWaiter)
 	queued     bool          // in the queue now
 	prev, next *serverWaiter
 }
@@ -158,6 +159,33 @@ func (s *Server) startQueuedLocked(now time.Duration) {
 	}
 }
 
+// cancelWaiter takes waiter, attempt a, out of the queue when its
+// sender has hung up on it before its timeout: a hedge's loser,
+// cancelled (see serverCancelHeader), which the simulator drops from its
+// queue too. A hang-up at the timeout (within serverCancelSlack of it)
+// is a sender giving up: that work stays queued, done for no one, as in
+// the simulator (unless drop_expired).
+func (s *Server) cancelWaiter(waiter *serverWaiter, a *serverAttempt, timeout time.Duration) {
+	if timeout > 0 && time.Since(a.wall) >= timeout-serverCancelSlack(timeout) {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !waiter.queued {
+		return // served, shed or dropped already
+	}
+	s.unlinkLocked(waiter)
+	waiter.cancelled = true
+	close(waiter.ready)
+}
+
+// serverCancelSlack is how close to a sender's timeout a hang-up counts
+// as the timeout rather than a cancellation: the sender's clock started
+// before the request reached the server.
+func serverCancelSlack(timeout time.Duration) time.Duration {
+	return max(timeout/20, time.Millisecond)
+}
+
 // leaveQueue takes waiter out of the queue at Shutdown, or gives back
 // the slot it was given meanwhile.
 func (s *Server) leaveQueue(waiter *serverWaiter) {
@@ -165,7 +193,7 @@ func (s *Server) leaveQueue(waiter *serverWaiter) {
 	defer s.mu.Unlock()
 	select {
 	case <-waiter.ready:
-		if !waiter.dropped && !waiter.shed {
+		if !waiter.dropped && !waiter.shed && !waiter.cancelled {
 			s.busy--
 		}
 		return

@@ -34,31 +34,7 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 		if !ok {
 			continue
 		}
-		rows := []struct {
-			name      string
-			sim, real *float64
-		}{
-			{"peak load (after the outage)", &s.PeakLoad, &r.PeakLoad},
-			{"recovery time (s)", s.RecoveryTimeS, r.RecoveryTimeS},
-			{"amplification", &s.Amplification, &r.Amplification},
-			{"delivered", &s.Delivered, &r.Delivered},
-			{"duplicates", &s.Duplicates, &r.Duplicates},
-		}
-		if s.Recovery == NoOutage && r.Recovery == NoOutage {
-			rows = slices.Delete(rows, 1, 2) // no outage: no recovery time, not "never"
-		}
-		for _, sv := range layers(s, r) {
-			rows = append(rows,
-				struct {
-					name      string
-					sim, real *float64
-				}{sv.sim.Name + ": peak load (overall)", &sv.sim.PeakLoadOverall, &sv.real.PeakLoadOverall},
-				struct {
-					name      string
-					sim, real *float64
-				}{sv.sim.Name + ": amplification", &sv.sim.Amplification, &sv.real.Amplification})
-		}
-		for _, row := range rows {
+		for _, row := range comparisonRows(s, r) {
 			fmt.Fprintf(bw, "| %s | %s | %s | %s | %s |\n", r.Name, row.name, cell(row.sim), cell(row.real), difference(row.sim, row.real))
 		}
 	}
@@ -66,16 +42,113 @@ func WriteComparison(w io.Writer, simulated, real *Summary, chart string) error 
 	for i := range real.Strategies {
 		r := &real.Strategies[i]
 		if s, ok := sims[r.Name]; ok {
-			fmt.Fprintf(bw, "%s: %s\n", r.Name, agreement(s, r))
+			fmt.Fprintf(bw, "%s: %s%s\n", r.Name, agreement(s, r), othersAgreement(s, r))
 			if l := layersAgreement(s, r); l != "" {
 				fmt.Fprintf(bw, "%s: %s\n", r.Name, l)
 			}
 		}
 	}
-	bw.WriteString("\nA recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
+	bw.WriteString("\nEvery figure that either side has is compared: a count agrees within 15% or 0.1% of the requests (at " +
+		"least 1), a time within 15% or 1 s, a ratio within 15%. The p99 latency is over delivered requests only. " +
+		"A recovery time of never: the server did not recover within the horizon. The real run's duplicates " +
 		"come from the test server (in process, or a herdlab serve named with --control); against a --target without " +
 		"--control they are not known (0).\n")
 	return bw.Flush()
+}
+
+// comparisonRow is one figure of a strategy, simulated and real, and
+// how far apart the two may be and still agree: floor, in the figure's
+// unit, or AgreementTolerance of the simulated value.
+type comparisonRow struct {
+	name      string
+	sim, real *float64
+	floor     float64
+	core      bool // peak load or recovery time: judged by agreement
+	layer     bool // a service of a graph: judged by layersAgreement
+}
+
+// comparisonRows are the figures comparison.md compares for a strategy:
+// peak load, recovery time, amplification, delivered and duplicates
+// always, then every other figure that either side has (not 0), then
+// each service of a graph.
+func comparisonRows(s, r *StrategySummary) []comparisonRow {
+	count := max(1, 0.001*s.Requests)
+	rows := []comparisonRow{
+		{"peak load (after the outage)", &s.PeakLoad, &r.PeakLoad, 0, true, false},
+		{"recovery time (s)", s.RecoveryTimeS, r.RecoveryTimeS, 1, true, false},
+		{"amplification", &s.Amplification, &r.Amplification, 0, false, false},
+		{"delivered", &s.Delivered, &r.Delivered, count, false, false},
+		{"duplicates", &s.Duplicates, &r.Duplicates, count, false, false},
+	}
+	if s.Recovery == NoOutage && r.Recovery == NoOutage {
+		rows = slices.Delete(rows, 1, 2) // no outage: no recovery time, not "never"
+	}
+	more := []comparisonRow{
+		{"requests", &s.Requests, &r.Requests, count, false, false},
+		{"attempts", &s.Attempts, &r.Attempts, count, false, false},
+		{"dead-lettered", &s.DeadLettered, &r.DeadLettered, count, false, false},
+		{"unfinished", &s.Unfinished, &r.Unfinished, count, false, false},
+		{"timed out", &s.TimedOut, &r.TimedOut, count, false, false},
+		{"rejected (queue full)", &s.Rejected, &r.Rejected, count, false, false},
+		{"throttled (429)", &s.Throttled, &r.Throttled, count, false, false},
+		{"short-circuited", &s.ShortCircuited, &r.ShortCircuited, count, false, false},
+		{"processed", &s.Processed, &r.Processed, count, false, false},
+		{"wasted work", &s.Wasted, &r.Wasted, count, false, false},
+		{"responses lost", &s.Lost, &r.Lost, count, false, false},
+		{"client rejected", &s.ClientRejected, &r.ClientRejected, count, false, false},
+		{"rate limited (client)", &s.RateLimited, &r.RateLimited, count, false, false},
+		{"shared budget denied", &s.SharedBudgetDenied, &r.SharedBudgetDenied, count, false, false},
+		{"hedges", &s.Hedges, &r.Hedges, count, false, false},
+		{"hedge wins", &s.HedgeWins, &r.HedgeWins, count, false, false},
+		{"p99 latency, delivered (s)", &s.LatencyS.P99, &r.LatencyS.P99, 1, false, false},
+	}
+	for _, row := range more {
+		if *row.sim != 0 || *row.real != 0 {
+			rows = append(rows, row)
+		}
+	}
+	for _, sv := range layers(s, r) {
+		rows = append(rows,
+			comparisonRow{sv.sim.Name + ": peak load (overall)", &sv.sim.PeakLoadOverall, &sv.real.PeakLoadOverall, 0, false, true},
+			comparisonRow{sv.sim.Name + ": amplification", &sv.sim.Amplification, &sv.real.Amplification, 0, false, true})
+	}
+	return rows
+}
+
+// agrees reports whether the row's real figure is within
+// AgreementTolerance of the simulated one, or within its floor; two
+// missing figures (never recovered) agree, one missing does not.
+func (row comparisonRow) agrees() bool {
+	if row.sim == nil || row.real == nil {
+		return row.sim == nil && row.real == nil
+	}
+	return math.Abs(*row.sim-*row.real) <= math.Max(AgreementTolerance*math.Abs(*row.sim), row.floor)
+}
+
+// othersAgreement continues agreement's sentence: whether every other
+// figure of the strategy agrees within AgreementTolerance too, or which
+// do not, with both values, so that "agree" is said only when every
+// figure does. A graph's services are judged by layersAgreement.
+func othersAgreement(s, r *StrategySummary) string {
+	core := true
+	var off []string
+	for _, row := range comparisonRows(s, r) {
+		switch {
+		case row.core:
+			core = core && row.agrees()
+		case !row.layer && !row.agrees():
+			off = append(off, fmt.Sprintf("%s (%s simulated, %s real)", row.name, cell(row.sim), cell(row.real)))
+		}
+	}
+	switch {
+	case core && len(off) == 0:
+		return ", and so do the other figures compared"
+	case core:
+		return ", but these figures do not: " + strings.Join(off, ", ")
+	case len(off) == 0:
+		return "; the other figures compared agree"
+	}
+	return "; nor do these figures: " + strings.Join(off, ", ")
 }
 
 func cell(x *float64) string {

@@ -448,6 +448,40 @@ func TestWriteComparison(t *testing.T) {
 	assert.Contains(t, out, "fixed-60s: peak load and recovery time agree within 15%")
 }
 
+func TestWriteComparisonJudgesEveryFigure(t *testing.T) {
+	// The audit's hedging with cancel: peak load and recovery time agree,
+	// but the real server served its cancelled copies (duplicates 529
+	// against 36) and half as many attempts timed out. comparison.md
+	// shows every figure either side has and does not call them in
+	// agreement; a count within 0.1% of the requests (50 of 50,000) does
+	// agree.
+	sim, real := summaryForTest(), summaryForTest()
+	for _, s := range []*StrategySummary{&sim.Strategies[0], &real.Strategies[0]} {
+		s.Hedges, s.HedgeWins, s.Wasted = 9000, 4000, 120
+	}
+	sim.Strategies[0].Duplicates, real.Strategies[0].Duplicates = 36, 529
+	sim.Strategies[0].TimedOut, real.Strategies[0].TimedOut = 5932, 2950
+	real.Strategies[0].Hedges = 9040 // 40 more: within 0.1% of the requests
+	real.Strategies[0].PeakLoad = 2100
+	var buf bytes.Buffer
+	require.NoError(t, WriteComparison(&buf, sim, real, ""))
+	out := buf.String()
+	assert.Contains(t, out, "| full-jitter | timed out | 5,932 | 2,950 | -50.3% |")
+	assert.Contains(t, out, "| full-jitter | hedges | 9,000 | 9,040 | +0.4% |")
+	assert.Contains(t, out, "| full-jitter | wasted work | 120 | 120 | +0.0% |")
+	assert.Contains(t, out, "| full-jitter | p99 latency, delivered (s) | 84.6 | 84.6 | +0.0% |")
+	assert.NotContains(t, out, "| fixed-60s | timed out |", "a figure neither side has is left out")
+	assert.Contains(t, out, "full-jitter: peak load and recovery time agree within 15%, but these figures do not: "+
+		"duplicates (36 simulated, 529 real), timed out (5,932 simulated, 2,950 real)\n")
+	assert.Contains(t, out, "fixed-60s: peak load and recovery time agree within 15%, and so do the other figures compared\n")
+
+	// Peak load off too: the sentence says so, and names the others.
+	real.Strategies[0].PeakLoad = 3000
+	buf.Reset()
+	require.NoError(t, WriteComparison(&buf, sim, real, ""))
+	assert.Contains(t, buf.String(), "full-jitter: recovery time agrees within 15%; peak load does not; nor do these figures: duplicates")
+}
+
 func TestWriteComparisonOfAGraph(t *testing.T) {
 	// Each service of a graph gets its overall peak load and its
 	// amplification, and the layers' agreement names the services off

@@ -67,8 +67,11 @@ type call struct {
 	flags    uint8 // flagStarted, flagProcessed: at the service called
 }
 
-// stFree marks a call whose job has ended: its place is reused.
-const stFree = stDead + 1
+// The states of a call beyond a request's.
+const (
+	stFree      = stDead + 1 // its job has ended: its place is reused
+	stCancelled = stDead + 2 // final: its call had its quorum without it
+)
 
 // newCall makes a call on edge e for job j's tally slot, at now.
 func (g *graph) newCall(e int32, j int32, slot int) int32 {
@@ -362,6 +365,9 @@ func (g *graph) startStep(j int32, st step) bool {
 		if jb := &g.jobs[j]; jb.gen != gen || jb.step != step {
 			break
 		}
+		if g.calls[c].state != stWaiting {
+			continue // cancelled: its call had its quorum
+		}
 		g.try(c)
 	}
 	return true
@@ -384,6 +390,7 @@ func (g *graph) callDone(c int32, ok bool) {
 	switch {
 	case t.ok >= t.need:
 		t.done = true
+		g.cancelRest(j, cl.slot)
 		jb := &g.jobs[j]
 		jb.pending--
 		if jb.pending == 0 {
@@ -396,6 +403,22 @@ func (g *graph) callDone(c int32, ok bool) {
 	}
 }
 
+// cancelRest cancels the copies of job j's call in tally slot slot that
+// are still going, now that the call has its quorum: as cancelCalls
+// does, but they keep their places until the job ends. It is called
+// before the job moves on, so that every call of the slot is of the
+// step that has just had its quorum.
+func (g *graph) cancelRest(j int32, slot int16) {
+	for c := g.jobs[j].calls; c >= 0; {
+		cl := &g.calls[c]
+		if cl.slot == slot && (cl.state == stInFlight || cl.state == stWaiting) {
+			g.cancel(c)
+			cl.state = stCancelled
+		}
+		c = cl.sibling
+	}
+}
+
 // cancelCalls ends every downstream call of job j: attempts in flight
 // are abandoned (their work goes on, for no one), backoffs are not
 // waited out, and the calls' places are freed.
@@ -403,20 +426,32 @@ func (g *graph) cancelCalls(j int32) {
 	jb := &g.jobs[j]
 	for c := jb.calls; c >= 0; {
 		cl := &g.calls[c]
-		if cl.state == stInFlight && cl.replica >= 0 {
-			if g.copies != nil {
-				g.dropCopies(c, false) // their work goes on, for no one
-			} else {
-				g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
-			}
-		}
-		if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
-			e.policy.Cancel(e.sender(cl.sender), &cl.retry, cl.state == stInFlight && cl.replica >= 0)
-		}
-		cl.tag++ // every event of the call is now stale
+		g.cancel(c)
 		cl.state = stFree
 		g.freeCalls = append(g.freeCalls, c)
 		c = cl.sibling
 	}
 	jb.calls = -1
+}
+
+// cancel abandons call c: its attempt in flight is no longer
+// outstanding (its work goes on, for no one; a copy of an attempt hedged
+// with cancel that still waits in its replica's queue is hung up on and
+// taken out, as when another copy wins, and as herdlab's test server
+// does over real HTTP), its policy stops counting it, and every event of
+// it is now stale. The caller sets its state.
+func (g *graph) cancel(c int32) {
+	cl := &g.calls[c]
+	if cl.state == stInFlight && cl.replica >= 0 {
+		if g.copies != nil {
+			h := g.edges[cl.edge].policy.Hedge
+			g.dropCopies(c, h != nil && h.Cancel)
+		} else {
+			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+		}
+	}
+	if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
+		e.policy.Cancel(e.sender(cl.sender), &cl.retry, cl.state == stInFlight && cl.replica >= 0)
+	}
+	cl.tag++
 }

@@ -314,8 +314,8 @@ func TestPolicyThrottleRejectsLocally(t *testing.T) {
 func TestPolicyRateLimiterWaits(t *testing.T) {
 	// An AWS adaptive client after a throttle: an attempt without a
 	// token waits for one and asks again; the wait uses no attempt and
-	// no backoff step. A second waiter is told to come back a token
-	// later.
+	// no backoff step. A second waiter sleeps as long, as the SDKs'
+	// waiters do: whoever asks first when the token is there takes it.
 	p := &Policy{Backoff: Exponential{Base: s, Cap: 60 * s}, MaxAttempts: 3, Throttle: &Throttle{Kind: ThrottleAWSAdaptive}}
 	var sd Sender
 	r := rand.New(rand.NewPCG(1, 1))
@@ -331,9 +331,12 @@ func TestPolicyRateLimiterWaits(t *testing.T) {
 	var q2 Request
 	_, d2, ok := p.Begin(&sd, &q2, s, r)
 	require.False(t, ok)
-	assert.InDelta(t, 3, d2.Wait.Seconds(), 0.01, "second in line: 1.5 tokens missing at 0.5/s")
+	assert.Equal(t, d.Wait, d2.Wait, "a second waiter: the same half token missing, no line")
 	_, _, ok = p.Begin(&sd, &q, s+d.Wait, r)
-	assert.True(t, ok, "the first waiter's token has come")
+	assert.True(t, ok, "the first to ask again takes the token")
+	_, d2, ok = p.Begin(&sd, &q2, s+d.Wait, r)
+	require.False(t, ok, "the other finds it taken")
+	assert.InDelta(t, 2, d2.Wait.Seconds(), 0.01, "and sleeps a whole token more at 0.5/s")
 }
 
 func TestPolicyPushback(t *testing.T) {

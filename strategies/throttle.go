@@ -120,7 +120,6 @@ type cubicState struct {
 	timeWindow     float64 // seconds from a throttle until the rate is lastMaxRate again
 	tokens         float64
 	capacity       float64
-	waiting        int64   // the attempts told to wait (see Admit)
 	requests       int64   // attempts in the measuring bucket so far
 	lastBucket     float64 // the measuring bucket (half seconds), in seconds
 	lastRefilled   time.Duration
@@ -138,13 +137,18 @@ const (
 // again (ThrottleAWSAdaptive: no token yet), and a zero wait that the
 // attempt is rejected locally (ThrottleSRE, ThrottleFailsafe).
 //
-// The SDKs' limiter tells every caller without a token to sleep until one
-// should be there, (1 - tokens) / rate, so that all its waiters wake
-// together and one wins. Here each waiter is told to come back when its
-// place in the line would be served, (waiters - tokens) / rate, so that
-// about one wakes for each token, and a million waiters do not all wake
-// for every one. Whoever asks when a token is there takes it, as in the
-// SDK, and the waits follow the rate when it changes.
+// ThrottleAWSAdaptive follows the SDK's loop to the letter
+// (aws-sdk-go-v2 v1.48.0 aws/retry/adaptive.go GetAttemptToken and
+// adaptive_ratelimit.go AcquireToken; botocore's retries/bucket.py
+// TokenBucket._acquire computes the same sleep): refill the bucket, take
+// a token if one is there, else sleep (cost - tokens) / rate and ask
+// again. Every waiter sleeps on its own, so several may wake for one
+// token: the first to ask takes it, the others sleep again. The Go SDK's
+// sleep is truncated to the nanosecond and its clock has moved on when
+// it asks again; here the wait is rounded up, so that a waiter asks at
+// the first nanosecond its token is there and never spins at one
+// instant. (botocore also wakes one waiter early whenever the rate
+// changes; the Go SDK does not, nor does herdlab.)
 func (t *Throttle) Admit(s *ThrottleState, now time.Duration, r *rand.Rand) (wait time.Duration, ok bool) {
 	switch t.Kind {
 	case ThrottleSRE, ThrottleFailsafe:
@@ -163,11 +167,9 @@ func (t *Throttle) Admit(s *ThrottleState, now time.Duration, r *rand.Rand) (wai
 		c.refill(now)
 		if c.tokens >= cubicRequestCost {
 			c.tokens -= cubicRequestCost
-			c.waiting = max(c.waiting-1, 0)
 			return 0, true
 		}
-		c.waiting++
-		secs := (float64(c.waiting)*cubicRequestCost - c.tokens) / c.fillRate
+		secs := (cubicRequestCost - c.tokens) / c.fillRate
 		return max(time.Duration(math.Ceil(secs*float64(time.Second))), 1), false
 	}
 	return 0, true

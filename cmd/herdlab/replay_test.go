@@ -64,8 +64,13 @@ strategies:
 
 	cmp, err := os.ReadFile(filepath.Join(out, "comparison.md"))
 	require.NoError(t, err)
-	assert.Contains(t, string(cmp), "| full-jitter | amplification |")
-	assert.Equal(t, 5, strings.Count(string(cmp), "| full-jitter |"))
+	for _, figure := range []string{"peak load (after the outage)", "recovery time (s)", "amplification", "delivered", "duplicates",
+		"attempts", "responses lost", "processed"} {
+		assert.Contains(t, string(cmp), "| full-jitter | "+figure+" |", "every figure either side has is compared")
+	}
+	assert.NotContains(t, string(cmp), "| full-jitter | hedges |", "not one that neither has")
+	assert.Regexp(t, `full-jitter: .*(and so do the other figures compared|these figures do not: |the other figures compared agree)`, string(cmp),
+		"the verdict covers every figure")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	for _, e := range entries {
