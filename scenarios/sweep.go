@@ -552,11 +552,12 @@ var errNoSource = errors.New("scenarios: only a scenario loaded from a file can 
 // scalar, a reserved path), and with the usual joined *Error list when
 // the result does not decode or validate.
 func (s *Scenario) With(settings ...Setting) (*Scenario, error) {
-	return s.with(settings)
+	return s.with(settings, nil)
 }
 
-// with is With; a bad path comes back as a *settingError, joined.
-func (s *Scenario) with(settings []Setting) (*Scenario, error) {
+// with is With, decoding the nodes that memo has decoded before from it
+// (nil: every node); a bad path comes back as a *settingError, joined.
+func (s *Scenario) with(settings []Setting, memo *decodeMemo) (*Scenario, error) {
 	if s.src == nil || s.src.root == nil {
 		return nil, errNoSource
 	}
@@ -583,7 +584,11 @@ func (s *Scenario) with(settings []Setting) (*Scenario, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	v, err := build(s.src.file, root, len(s.src.where))
+	fields := len(s.src.where)
+	if memo != nil {
+		fields = 0 // the positions inside what it has are not recorded
+	}
+	v, err := buildWith(s.src.file, root, fields, memo)
 	if err != nil {
 		return nil, err
 	}
@@ -844,6 +849,12 @@ func (s *Scenario) points(ctx context.Context, vary []Vary, fn func(Point) error
 		return nil, errors.Join(errs...)
 	}
 
+	// Points only checked are built from what varies: the rest of the
+	// file is decoded once (see decodeMemo).
+	var memo *decodeMemo
+	if fn == nil {
+		memo = &decodeMemo{values: map[memoKey]memoValue{}}
+	}
 	byText := map[string]*pointProblem{}
 	at := make([]int, len(vary))
 	for {
@@ -854,7 +865,7 @@ func (s *Scenario) points(ctx context.Context, vary []Vary, fn func(Point) error
 		for i, v := range vary {
 			settings[i] = Setting{Path: v.Path, Value: v.Values[at[i]]}
 		}
-		sc, err := s.with(settings)
+		sc, err := s.with(settings, memo)
 		if err == nil && fn != nil && len(probs) == 0 {
 			if err := fn(Point{Settings: settings, Scenario: sc}); err != nil {
 				return nil, err
