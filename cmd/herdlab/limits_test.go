@@ -245,6 +245,8 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		{[]string{"replay", file, "-o", out, "--time-scale", "1e-300"}, "--time-scale 1e-300: a day on the wall clock would be more scenario time than a duration holds"},
 		{[]string{"replay", tiny, "-o", out, "--time-scale", "1e-5"}, "--time-scale 1e-05: 10µs of the scenario would last 0.1 ns on the wall clock, less than the clock's nanosecond: want a scale of at least 0.0001"},
 		{[]string{"replay", file, "-o", out, "--time-scale", "NaN"}, "--time-scale NaN: want a finite number > 0"},
+		{[]string{"dlq", "replay", "x.jsonl", "--target", "http://127.0.0.1:1/", "--rate", "Inf"}, "--rate +Inf: want a rate between 1e-06 and 1e+09 per second"},
+		{[]string{"dlq", "replay", "x.jsonl", "--target", "http://127.0.0.1:1/", "--rate", "1e-300"}, "--rate 1e-300: want a rate between"},
 		{[]string{"replay", file, "-o", out, "--time-scale", "Inf"}, "--time-scale +Inf: want a finite number > 0"},
 		{[]string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "1e-300"}, "--time-scale 1e-300: a day on the wall clock"},
 		{[]string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "1e300"}, "--time-scale 1e+300: 5m0s of the scenario would last longer"},
