@@ -241,15 +241,15 @@ func TestBadFlagValuesAreRefused(t *testing.T) {
 		{[]string{"check", file, "--max-memory", "nan GB"}, `--max-memory "nan GB": want a size`},
 		{[]string{"check", file, "--tolerance", "NaN"}, "--tolerance NaN: want a finite fraction >= 0"},
 		{[]string{"check", file, "--tolerance", "+Inf"}, "--tolerance +Inf: want a finite fraction >= 0"},
-		{[]string{"replay", file, "-o", out, "--time-scale", "1e300"}, "--time-scale 1e+300: 5m0s of the scenario would last longer on the wall clock than a duration holds"},
+		{[]string{"replay", file, "-o", out, "--time-scale", "1e300"}, "--time-scale 1e+300: strategies[0].retry_after.cap (5m0s) would last longer on the wall clock than a duration holds (292 years): want a scale below 3.07e+07"},
 		{[]string{"replay", file, "-o", out, "--time-scale", "1e-300"}, "--time-scale 1e-300: a day on the wall clock would be more scenario time than a duration holds"},
-		{[]string{"replay", tiny, "-o", out, "--time-scale", "1e-5"}, "--time-scale 1e-05: 10µs of the scenario would last 0.1 ns on the wall clock, less than the clock's nanosecond: want a scale of at least 0.0001"},
+		{[]string{"replay", tiny, "-o", out, "--time-scale", "1e-5"}, "--time-scale 1e-05: server.service_time.mean (10µs) would last 0.1 ns on the wall clock, less than the clock's nanosecond: want a scale of at least 0.0001"},
 		{[]string{"replay", file, "-o", out, "--time-scale", "NaN"}, "--time-scale NaN: want a finite number > 0"},
 		{[]string{"dlq", "replay", "x.jsonl", "--target", "http://127.0.0.1:1/", "--rate", "Inf"}, "--rate +Inf: want a rate between 1e-06 and 1e+09 per second"},
 		{[]string{"dlq", "replay", "x.jsonl", "--target", "http://127.0.0.1:1/", "--rate", "1e-300"}, "--rate 1e-300: want a rate between"},
 		{[]string{"replay", file, "-o", out, "--time-scale", "Inf"}, "--time-scale +Inf: want a finite number > 0"},
 		{[]string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "1e-300"}, "--time-scale 1e-300: a day on the wall clock"},
-		{[]string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "1e300"}, "--time-scale 1e+300: 5m0s of the scenario would last longer"},
+		{[]string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0", "--time-scale", "1e300"}, "--time-scale 1e+300: strategies[0].retry_after.cap (5m0s) would last longer"},
 	}
 	for _, tt := range tests {
 		code, _, stderr := herdlab(tt.args...)

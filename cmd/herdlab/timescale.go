@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"time"
 
 	"github.com/zeontools/herdlab/scenarios"
@@ -25,52 +26,76 @@ func checkTimeScale(scale float64, sc *scenarios.Scenario) error {
 		return fmt.Errorf("--time-scale %v: a day on the wall clock would be more scenario time than a duration holds (292 years), and the scenario's clock would overflow: want a scale of at least %.3g",
 			scale, float64(24*time.Hour)/math.MaxInt64)
 	}
-	shortest, longest := durations(reflect.ValueOf(sc).Elem())
-	if longest > 0 && !(float64(longest)*scale < math.MaxInt64) {
-		return fmt.Errorf("--time-scale %v: %s of the scenario would last longer on the wall clock than a duration holds (292 years): want a scale below %.3g",
-			scale, longest, math.MaxInt64/float64(longest))
+	var ds extremes
+	ds.walk(reflect.ValueOf(sc).Elem(), "")
+	if ds.longest > 0 && !(float64(ds.longest)*scale < math.MaxInt64) {
+		return fmt.Errorf("--time-scale %v: %s (%s) would last longer on the wall clock than a duration holds (292 years): want a scale below %.3g",
+			scale, ds.longestAt, ds.longest, math.MaxInt64/float64(ds.longest))
 	}
-	if shortest > 0 && float64(shortest)*scale < 1 {
-		return fmt.Errorf("--time-scale %v: %s of the scenario would last %.3g ns on the wall clock, less than the clock's nanosecond: want a scale of at least %.3g",
-			scale, shortest, float64(shortest)*scale, 1/float64(shortest))
+	if ds.shortest > 0 && float64(ds.shortest)*scale < 1 {
+		return fmt.Errorf("--time-scale %v: %s (%s) would last %.3g ns on the wall clock, less than the clock's nanosecond: want a scale of at least %.3g",
+			scale, ds.shortestAt, ds.shortest, float64(ds.shortest)*scale, 1/float64(ds.shortest))
 	}
 	return nil
 }
 
-// durations returns the shortest and the longest positive time.Duration
-// in v's exported fields, elements and map values, recursively (0 when
-// there is none).
-func durations(v reflect.Value) (shortest, longest time.Duration) {
-	note := func(s, l time.Duration) {
-		if s > 0 && (shortest == 0 || s < shortest) {
-			shortest = s
-		}
-		longest = max(longest, l)
-	}
+// extremes are the shortest and the longest positive durations of a
+// scenario, and the fields that hold them.
+type extremes struct {
+	shortest, longest     time.Duration
+	shortestAt, longestAt string
+}
+
+// walk notes every positive time.Duration in v's exported fields,
+// elements and map values, recursively; path is v's field path, by the
+// fields' YAML names.
+func (e *extremes) walk(v reflect.Value, path string) {
 	switch v.Kind() {
 	case reflect.Int64:
-		if v.Type() == reflect.TypeFor[time.Duration]() {
-			d := time.Duration(v.Int())
-			note(max(d, 0), d)
+		if d := time.Duration(v.Int()); v.Type() == reflect.TypeFor[time.Duration]() && d > 0 {
+			if e.shortest == 0 || d < e.shortest {
+				e.shortest, e.shortestAt = d, path
+			}
+			if d > e.longest {
+				e.longest, e.longestAt = d, path
+			}
 		}
 	case reflect.Pointer, reflect.Interface:
 		if !v.IsNil() {
-			note(durations(v.Elem()))
+			e.walk(v.Elem(), path)
 		}
 	case reflect.Struct:
 		for i := range v.NumField() {
-			if v.Type().Field(i).IsExported() {
-				note(durations(v.Field(i)))
+			f := v.Type().Field(i)
+			if !f.IsExported() {
+				continue
 			}
+			name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+			sub := path
+			switch {
+			case name == "" && f.Anonymous, name == "-":
+			case name == "":
+				sub = join(path, f.Name)
+			default:
+				sub = join(path, name)
+			}
+			e.walk(v.Field(i), sub)
 		}
 	case reflect.Slice, reflect.Array:
 		for i := range v.Len() {
-			note(durations(v.Index(i)))
+			e.walk(v.Index(i), fmt.Sprintf("%s[%d]", path, i))
 		}
 	case reflect.Map:
 		for it := v.MapRange(); it.Next(); {
-			note(durations(it.Value()))
+			e.walk(it.Value(), fmt.Sprintf("%s.%v", path, it.Key()))
 		}
 	}
-	return shortest, longest
+}
+
+// join returns path.name, or name at the top.
+func join(path, name string) string {
+	if path == "" {
+		return name
+	}
+	return path + "." + name
 }
