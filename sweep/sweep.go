@@ -156,6 +156,12 @@ func (p *Plan) complete(pt scenarios.Point) (*scenarios.Scenario, error) {
 			return nil, fmt.Errorf("%s: renames strategy %s: a strategy keeps its name across a sweep", settingsString(pt.Settings), st.Name)
 		}
 	}
+	// A point whose retries never wait (HL009) would spin until its
+	// event budget, as run refuses it.
+	if errs := scenarios.LintErrors(s, p.only); len(errs) > 0 {
+		f := errs[0]
+		return nil, fmt.Errorf("%s: %s: %s %s: %s; refused: it would only spin until its event budget", settingsString(pt.Settings), f.Path, f.Rule.ID, f.Rule.Name, f.Msg)
+	}
 	return s, nil
 }
 

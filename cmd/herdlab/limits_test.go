@@ -152,12 +152,27 @@ strategies:
 		assert.NoDirExists(t, out, "nothing is written")
 	}
 
+	// A sweep whose points spin is refused before it runs one.
+	tunable := writeScenario(t, dir, "tunable.yaml", `name: tunable
+server:
+  concurrency: 10
+  outages: [{start: 0s, duration: 10m}]
+workload: {requests: 100}
+strategies:
+  - {name: fixed, backoff: {kind: fixed, delay: 1s}}
+`)
+	code, _, stderr := herdlab("sweep", tunable, "--vary", "strategies[fixed].backoff.delay=1s,1ns", "-o", out)
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, "strategies[fixed].backoff.delay=1ns: strategies[0].backoff: HL009 retry-spin: fixed waits at most 1ns")
+	assert.Contains(t, stderr, "refused: it would only spin until its event budget")
+	assert.NoDirExists(t, out, "nothing is written")
+
 	// Lint calls it an error, and check --lint fails on it without --strict.
 	code, stdout, _ := herdlab("check", file, "--lint")
 	assert.Equal(t, exitFailed, code)
 	assert.Contains(t, stdout, "HL009 retry-spin")
 	// Without it, the file runs.
-	code, _, stderr := herdlab("run", file, "-o", out, "-q", "--strategy", "patient")
+	code, _, stderr = herdlab("run", file, "-o", out, "-q", "--strategy", "patient")
 	assert.Equal(t, exitOK, code, stderr)
 	assert.Empty(t, stderr)
 }
