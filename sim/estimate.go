@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
@@ -347,12 +348,7 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 		end = sc.Duration
 	}
 	end = min(end, sc.Duration)
-	mean := 0.0
-	for t := a.From; t < end; {
-		rate, until := rateAt(a, end, t)
-		mean += rate * (until - t).Seconds()
-		t = until
-	}
+	mean := scheduledMean(a, end)
 	// Six standard deviations above the mean: a run that makes more is
 	// a one in a billion.
 	n := mean + 6*math.Sqrt(mean)
@@ -361,6 +357,37 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 		return float64(w.Requests), "workload.requests"
 	}
 	return n, path
+}
+
+// scheduledMean returns the expected arrivals of a from a.From to end:
+// the rate in force (rateAt's) integrated over time. Where no two steps
+// of the schedule overlap (the usual case) it is the base rate over the
+// span and each step's difference over its part of the span, in time
+// linear in the steps (a sweep estimates 10,000 points of 2,000 steps);
+// otherwise, the first step in force wins, piece by piece.
+func scheduledMean(a scenarios.Arrival, end time.Duration) float64 {
+	if a.From >= end {
+		return 0
+	}
+	steps := slices.SortedFunc(slices.Values(a.Schedule), func(x, y scenarios.RateStep) int { return cmp.Compare(x.From, y.From) })
+	for i := 1; i < len(steps); i++ {
+		if steps[i].From < steps[i-1].Until {
+			mean := 0.0
+			for t := a.From; t < end; {
+				rate, until := rateAt(a, end, t)
+				mean += rate * (until - t).Seconds()
+				t = until
+			}
+			return mean
+		}
+	}
+	mean := a.Rate * (end - a.From).Seconds()
+	for _, st := range steps {
+		if from, until := max(st.From, a.From), min(st.Until, end); until > from {
+			mean += (st.Rate - a.Rate) * (until - from).Seconds()
+		}
+	}
+	return mean
 }
 
 // Fit returns how many runs may go at once, at most opts.Parallel (0:

@@ -303,3 +303,29 @@ func TestServicesCSVIsBounded(t *testing.T) {
 	_, err = Fit(sc, Options{}, 0)
 	assert.NoError(t, err, "a wider bucket: 1.5 million rows")
 }
+
+// TestScheduledMean: the expected arrivals of a schedule, in linear time
+// where no steps overlap, are those of the rate in force integrated piece
+// by piece (rateAt), steps in any order, clipped to the span; overlapping
+// steps take the piecewise way.
+func TestScheduledMean(t *testing.T) {
+	piecewise := func(a scenarios.Arrival, end time.Duration) float64 {
+		mean := 0.0
+		for t := a.From; t < end; {
+			rate, until := rateAt(a, end, t)
+			mean += rate * (until - t).Seconds()
+			t = until
+		}
+		return mean
+	}
+	s := time.Second
+	tests := []scenarios.Arrival{
+		{Rate: 5},
+		{Rate: 5, From: 10 * s, Schedule: []scenarios.RateStep{{From: 30 * s, Until: 40 * s, Rate: 100}, {From: 0, Until: 20 * s, Rate: 0}, {From: 90 * s, Until: 200 * s, Rate: 7}}},
+		{Rate: 1, Schedule: []scenarios.RateStep{{From: 10 * s, Until: 50 * s, Rate: 10}, {From: 20 * s, Until: 30 * s, Rate: 1000}}}, // overlapping: the first wins
+	}
+	for i, a := range tests {
+		assert.InDelta(t, piecewise(a, 100*s), scheduledMean(a, 100*s), 1e-9, "arrival %d", i)
+	}
+	assert.InDelta(t, 1*60+10*40.0, scheduledMean(tests[2], 100*s), 1e-9)
+}
