@@ -114,7 +114,10 @@ func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary,
 	}
 	digest := sha256.New()
 	var worst int64
-	err := sc.EachPoint(ctx, vary, func(pt scenarios.Point) error {
+	worstAt := -1
+	// The points are only read here: they share what they do not vary
+	// (EachPointShared); the one kept, the worst, is built again whole.
+	err := sc.EachPointShared(ctx, vary, func(pt scenarios.Point) error {
 		s, err := p.complete(pt)
 		if err != nil {
 			return err
@@ -127,13 +130,18 @@ func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary,
 		}
 		digest.Write(data)
 		p.settings = append(p.settings, pt.Settings)
-		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst {
-			worst, p.worst = n.PerRun+n.Kept, s
+		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst || worstAt < 0 {
+			worst, worstAt = n.PerRun+n.Kept, len(p.settings)-1
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if worstAt >= 0 {
+		if p.worst, err = p.point(worstAt); err != nil {
+			return nil, err
+		}
 	}
 	p.Spec.Points = len(p.settings)
 	p.Spec.Digest = hex.EncodeToString(digest.Sum(nil))
