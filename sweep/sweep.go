@@ -89,6 +89,24 @@ type Plan struct {
 // varied seed wins. Every point is built and validated, one at a time: an
 // error is bad input, reported before anything runs. A done ctx stops it.
 func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string) (*Plan, error) {
+	return newPlan(ctx, sc, vary, metric, only, true)
+}
+
+// Check checks the sweep of sc over vary as NewPlan does, then Fit with
+// limit and maxEvents, with all of sc's strategies: what herdlab sweep
+// refuses before it runs. It skips what only running needs (the digest
+// of the points).
+func Check(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, limit, maxEvents int64) error {
+	p, err := newPlan(ctx, sc, vary, metric, nil, false)
+	if err != nil {
+		return err
+	}
+	_, err = p.Fit(0, limit, maxEvents)
+	return err
+}
+
+// newPlan is NewPlan; without digest, Spec.Digest is left empty.
+func newPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string, digested bool) (*Plan, error) {
 	if len(vary) == 0 {
 		return nil, errors.New("nothing to vary: give --vary PATH=VALUES or a sweep: section in the scenario")
 	}
@@ -122,13 +140,15 @@ func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary,
 		if err != nil {
 			return err
 		}
-		// Struct fields marshal in a fixed order, maps sorted: the digest
-		// is a function of the point's scenario alone.
-		data, err := json.Marshal(s)
-		if err != nil {
-			return err
+		if digested {
+			// Struct fields marshal in a fixed order, maps sorted: the
+			// digest is a function of the point's scenario alone.
+			data, err := json.Marshal(s)
+			if err != nil {
+				return err
+			}
+			digest.Write(data)
 		}
-		digest.Write(data)
 		p.settings = append(p.settings, pt.Settings)
 		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst || worstAt < 0 {
 			worst, worstAt = n.PerRun+n.Kept, len(p.settings)-1

@@ -166,6 +166,11 @@ strategies:
 	assert.Contains(t, stderr, "strategies[fixed].backoff.delay=1ns: strategies[0].backoff: HL009 retry-spin: fixed waits at most 1ns")
 	assert.Contains(t, stderr, "refused: it would only spin until its event budget")
 	assert.NoDirExists(t, out, "nothing is written")
+	// validate refuses a sweep: section whose points spin, as sweep does.
+	swept := writeScenario(t, dir, "swept.yaml", strings.Replace(mustRead(t, tunable), "name: tunable", "name: swept\nsweep: {vary: [{path: \"strategies[fixed].backoff.delay\", values: [1s, 1ns]}]}", 1))
+	code, _, stderr = herdlab("validate", swept)
+	assert.Equal(t, exitBadInput, code)
+	assert.Contains(t, stderr, swept+": sweep: strategies[fixed].backoff.delay=1ns: strategies[0].backoff: HL009 retry-spin")
 
 	// Lint calls it an error, and check --lint fails on it without --strict.
 	code, stdout, _ := herdlab("check", file, "--lint")
@@ -353,4 +358,12 @@ func TestTheCommandKeepsAHeapFloor(t *testing.T) {
 	t.Logf("heap goals under --max-memory 64MB: %v MiB", capped)
 	require.NotEmpty(t, capped)
 	assert.InDelta(t, 16, slices.Min(capped), 1, "the floor bounded, not gone")
+}
+
+// mustRead returns the file's text.
+func mustRead(t *testing.T, file string) string {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	require.NoError(t, err)
+	return string(data)
 }

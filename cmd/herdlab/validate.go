@@ -7,6 +7,7 @@ import (
 
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/sweep"
 )
 
 var validateCmd = &command{
@@ -20,8 +21,10 @@ before running: its runs' memory beyond the limit (--max-memory), the
 events of a graph's fan-outs and attempts beyond the event budget
 (--max-events), more requests than herdlab counts (a closed loop's, a
 poisson rate's), more rows than timeseries.csv or services.csv may
-have, and retries that never wait (lint's HL009 retry-spin). Exits 2
-when any file is invalid.`,
+have, and retries that never wait (lint's HL009 retry-spin); and, for a
+file with a sweep: section, what herdlab sweep refuses before running:
+a point whose retries never wait, the point that needs the most memory.
+Exits 2 when any file is invalid.`,
 	usage: "FILE.yaml...",
 	flags: func(fs *flag.FlagSet) {
 		fs.BoolP("quiet", "q", false, "print only problems")
@@ -54,6 +57,19 @@ when any file is invalid.`,
 			if spins, fits := refuseLintErrors(c, loaded, nil), lim.fit(c, loaded, sim.Options{}); !spins || !fits {
 				code = exitBadInput
 				continue
+			}
+			// And what sweep refuses of the file's sweep: section: a
+			// point that spins, the point that needs the most memory.
+			if s.Sweep != nil {
+				err := sweep.Check(c.ctx, s, s.Sweep.Vary, s.Sweep.Metric, lim.memory, lim.events)
+				if c.done("checking the sweep of " + file) {
+					return exitFailed
+				}
+				if err != nil {
+					fmt.Fprintf(c.stderr, "%s: sweep: %v%s\n", file, err, lim.note())
+					code = exitBadInput
+					continue
+				}
 			}
 			if !quiet {
 				fmt.Fprintf(c.stdout, "%s: ok\n  %s: %s\n", file, s.Name, s.Describe())
