@@ -28,7 +28,7 @@ func simulationFlags(fs *flag.FlagSet) {
 
 // limitFlags adds --max-memory and --max-events (see readLimits).
 func limitFlags(fs *flag.FlagSet) {
-	fs.String("max-memory", "", "memory the runs may take, such as 8GiB or 500MB; 0 for no limit (default: 3/4 of this machine's)")
+	fs.String("max-memory", "", "memory the runs may take, such as 8GiB or 500MB; 0 for no limit (default: 3/4 of this machine's, its control group's or the address-space limit (ulimit -v), whichever is lowest)")
 	fs.Int64("max-events", sim.DefaultMaxEvents, "event budget of one run: a run that reaches it stops and fails")
 }
 
