@@ -66,6 +66,7 @@ fuzz:
 	$(GO) test ./scenarios -run='^$$' -fuzz='^FuzzParseValues$$' -fuzztime=$(FUZZTIME)
 	$(GO) test ./scenarios -run='^$$' -fuzz='^FuzzLint$$' -fuzztime=$(FUZZTIME)
 	$(GO) test ./sim -run='^$$' -fuzz='^FuzzSimulate$$' -fuzztime=$(FUZZTIME)
+	$(GO) test ./sim -run='^$$' -fuzz='^FuzzGraph$$' -fuzztime=$(FUZZTIME)
 
 # demo: the main job on the default scenario (the article's thundering herd):
 # every strategy simulated, a table on the terminal, the report under out/.

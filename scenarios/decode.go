@@ -59,6 +59,30 @@ type decoder struct {
 	nodes int
 	more  bool // more than maxErrors problems
 	bomb  bool // more than maxNodes nodes: that is the only problem reported
+	memo  *decodeMemo
+}
+
+// decodeMemo keeps the values decoded from mappings and lists, for the
+// decoders of a sweep's points: a point's YAML tree shares every node
+// that no setting changes with the file's (see set), so each of those
+// is decoded once for all the points, and only what varies is decoded
+// again. A value taken from it shares its slices and pointers with the
+// other points', and the positions inside it are not recorded (an error
+// is placed at the nearest enclosing field): it is for checking the
+// points (checkPoints), not for running them.
+type decodeMemo struct {
+	values map[memoKey]memoValue
+}
+
+type memoKey struct {
+	n    *yaml.Node
+	t    reflect.Type
+	path string
+}
+
+type memoValue struct {
+	v     reflect.Value
+	nodes int
 }
 
 // nodeDecoder is implemented by types that decode themselves from a node
@@ -124,6 +148,28 @@ func (d *decoder) err() error {
 
 // decode decodes n into v, which must be settable, at field path path.
 func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
+	if d.memo == nil || (n.Kind != yaml.MappingNode && n.Kind != yaml.SequenceNode) || n.Style&yaml.TaggedStyle != 0 {
+		d.decodeNode(n, v, path)
+		return
+	}
+	key := memoKey{n, v.Type(), path}
+	if m, ok := d.memo.values[key]; ok && d.nodes+m.nodes <= maxNodes {
+		d.where[path] = pos{n.Line, n.Column}
+		d.nodes += m.nodes
+		v.Set(m.v)
+		return
+	}
+	nodes, errs := d.nodes, len(d.errs)
+	d.decodeNode(n, v, path)
+	if len(d.errs) == errs && !d.more && !d.bomb {
+		c := reflect.New(v.Type()).Elem()
+		c.Set(v)
+		d.memo.values[key] = memoValue{c, d.nodes - nodes}
+	}
+}
+
+// decodeNode is decode, without the memo.
+func (d *decoder) decodeNode(n *yaml.Node, v reflect.Value, path string) {
 	d.nodes++
 	if d.nodes > maxNodes {
 		if d.nodes == maxNodes+1 {

@@ -21,7 +21,9 @@ type Service struct {
 	Name   string `yaml:"name"`
 	Server `yaml:",inline"`
 	// Replicas is how many copies serve the service, each with the
-	// server's capacity; default 1.
+	// server's capacity; default 1. Each has its rows in services.csv,
+	// which is held to 5,000,000 rows (as timeseries.csv is): replicas
+	// beyond it are refused here, before the run.
 	Replicas int `yaml:"replicas"`
 	// Balancer spreads the attempts sent to the service over its
 	// replicas: round-robin (the default), random, least-outstanding
@@ -61,7 +63,9 @@ type Service struct {
 type Cache struct {
 	// HitRatio is the warm cache's hit ratio: Capacity = HitRatio x Keys.
 	HitRatio float64 `yaml:"hit_ratio"`
-	// Keys is the key population; default 10,000.
+	// Keys is the key population; default 10,000, at most MaxCacheKeys.
+	// Every cache's keys count in a run's memory estimate (about 8 B a
+	// key): caches beyond --max-memory are refused before the run.
 	Keys int `yaml:"keys"`
 	// Capacity is how many keys the cache holds; set it or HitRatio.
 	Capacity int `yaml:"capacity"`
@@ -189,7 +193,10 @@ type Call struct {
 	// Service is the service called.
 	Service string `yaml:"service"`
 	// Fanout is how many copies are sent in parallel, each to a replica
-	// the balancer picks, each retried on its own; default 1.
+	// the balancer picks, each retried on its own; default 1. Fan-outs
+	// multiply along a path: a graph whose product of fan-outs (times
+	// the requests, with no attempt failing) passes a run's event budget
+	// is refused at the fanout where it does, naming the product.
 	Fanout int `yaml:"fanout"`
 	// Quorum is how many copies must succeed; 0 (the default) means all.
 	Quorum int `yaml:"quorum"`

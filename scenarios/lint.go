@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -684,4 +685,37 @@ func (s *Scenario) edgeFieldPath(st *Strategy, i, ci, j int, key string) string 
 		return fmt.Sprintf("services[%d].calls[%d].retry.%s", ci, j, key)
 	}
 	return fmt.Sprintf("services[%d].calls[%d]", ci, j)
+}
+
+// LintErrors returns the findings of s's error rules (HL009 retry-spin)
+// about the strategies named in only (every strategy when only is
+// empty): settings that no run should be given, as a run of them would
+// spin until its event budget. Commands that run a scenario refuse it
+// with them, up front.
+func LintErrors(s *Scenario, only []string) []Finding {
+	var out []Finding
+	for _, f := range Lint(s) {
+		if !f.Rule.Error {
+			continue
+		}
+		if i, ok := strategyOf(f.Path); ok && len(only) > 0 && i < len(s.Strategies) && !slices.Contains(only, s.Strategies[i].Name) {
+			continue
+		}
+		out = append(out, f)
+	}
+	return out
+}
+
+// strategyOf returns the index i of a path strategies[i]...
+func strategyOf(path string) (int, bool) {
+	rest, ok := strings.CutPrefix(path, "strategies[")
+	if !ok {
+		return 0, false
+	}
+	num, _, ok := strings.Cut(rest, "]")
+	if !ok {
+		return 0, false
+	}
+	i, err := strconv.Atoi(num)
+	return i, err == nil
 }

@@ -96,8 +96,14 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Scenario, err
 // fields is how many field paths the file is expected to have, 0 if
 // unknown.
 func build(file string, doc *yaml.Node, fields int) (*Scenario, error) {
+	return buildWith(file, doc, fields, nil)
+}
+
+// buildWith is build, with the values decoded from the nodes in memo
+// where it has them (nil: none).
+func buildWith(file string, doc *yaml.Node, fields int, memo *decodeMemo) (*Scenario, error) {
 	s := Default()
-	d := &decoder{file: file, where: make(map[string]pos, fields)}
+	d := &decoder{file: file, where: make(map[string]pos, fields), memo: memo}
 	d.decode(doc, reflect.ValueOf(&s).Elem(), "")
 	if _, graph := d.where["services"]; graph {
 		if p, both := d.where["server"]; both {

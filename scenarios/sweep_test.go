@@ -820,3 +820,57 @@ sweep:
 	assert.Contains(t, seen, [3]string{"5", "5s", "1"})
 	assert.Contains(t, seen, [3]string{"20", "20s", "3"})
 }
+
+// bigSweep is a scenario of steps schedule steps with a sweep of
+// 100 x 100 points; cap is the backoff's cap (below 100s, some points
+// are invalid).
+func bigSweep(steps int, cap string) []byte {
+	var b strings.Builder
+	b.WriteString("name: big\nduration: 40m\nserver: {concurrency: 10}\nworkload:\n  arrival:\n    kind: poisson\n    rate: 5\n    schedule:\n")
+	for i := range steps {
+		fmt.Fprintf(&b, "      - {from: %ds, until: %ds, rate: %d}\n", i, i+1, 10+i%7)
+	}
+	fmt.Fprintf(&b, `strategies:
+  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: %s}, max_attempts: 3}
+sweep:
+  vary:
+    - {path: server.concurrency, values: "1..100:100"}
+    - {path: "strategies[a].backoff.base", values: "1s..100s:100"}
+`, cap)
+	return []byte(b.String())
+}
+
+// TestSweepChecksWhatVaries: checking the 10,000 points of a sweep of a
+// scenario with 2,000 schedule steps decodes the file once and what
+// varies at each point, not every point whole (it took 18-50 s of CPU:
+// 10,000 decodes of 2,000 steps): well under 100 allocations a point,
+// where decoding the steps alone made thousands. The problems found are
+// the same.
+func TestSweepChecksWhatVaries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("checks 10,000 points")
+	}
+	good := bigSweep(2000, "200s")
+	allocs := testing.AllocsPerRun(1, func() {
+		_, err := Parse("big.yaml", good)
+		require.NoError(t, err)
+	})
+	t.Logf("%.0f allocations for 10,000 points", allocs)
+	assert.Less(t, allocs, 2e6, "about 100 a point at most")
+
+	_, err := Parse("big.yaml", bigSweep(2000, "10s"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "big.yaml:2014:52: sweep.vary[1].values: strategies[a].backoff.base=11s: strategies[0].backoff.cap: must be >= base (11s), got 10s")
+	assert.Contains(t, err.Error(), "and 80 more problems in other points")
+}
+
+// BenchmarkSweepCheck checks the 10,000 points of TestSweepChecksWhatVaries.
+func BenchmarkSweepCheck(b *testing.B) {
+	good := bigSweep(2000, "200s")
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Parse("big.yaml", good); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"math"
 	"runtime"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
@@ -25,13 +26,17 @@ type Needs struct {
 	Runs     int     // runs in all (strategies x replications)
 	AtOnce   int     // runs in progress at once
 	Rows     int64   // rows of timeseries.csv
+	// ServiceRows is the rows of services.csv, for a graph: a row per
+	// strategy, run, service (and replica) and bucket.
+	ServiceRows int64
 	// Floor is the heap the process may hold before a collection
 	// (HeapFloorUnder the memory limit): what Memory counts when the
 	// runs take less.
 	Floor int64
 
 	perRun  []need // what makes up PerRun, largest first
-	tooMany string // a graph's worst case beyond the event budget, if it is
+	tooMany *need  // a graph's attempts beyond the event budget, if they are: the field and why
+	maxRows *need  // the field that makes services.csv's rows, and how
 }
 
 // need is one part of a run's memory, and the scenario field it grows
@@ -47,7 +52,48 @@ type need struct {
 // runs take less than Floor, what the heap may grow to before the
 // collector runs.
 func (n Needs) Memory() int64 {
-	return baseMemory + max(int64(n.Runs)*n.Kept+int64(n.AtOnce)*n.PerRun, n.Floor)
+	return addBytes(baseMemory, max(addBytes(mulBytes(n.Kept, int64(n.Runs)), mulBytes(n.PerRun, int64(n.AtOnce))), n.Floor))
+}
+
+// BytesText returns b bytes as results.Bytes does, or "more than 4096
+// PB" where the estimate saturated: an estimate that overflowed is never
+// shown as a figure it is not.
+func BytesText(b int64) string {
+	if b >= maxBytes {
+		return "more than " + results.Bytes(maxBytes)
+	}
+	return results.Bytes(b)
+}
+
+// maxBytes is where the estimate's byte counts saturate (4 EiB): more
+// than any machine has, and far enough from the int64 limit that a sum
+// of a few of them does not wrap. A count of fan-outs and attempts can
+// exceed every integer type (a fan-out of 1,000 over 6 edges makes 10^18
+// attempts); the estimate counts in float64 and saturates here, so that
+// it never wraps to a small number.
+const maxBytes = 1 << 62
+
+// toBytes returns x bytes as an int64, saturated to [0, maxBytes] (NaN:
+// maxBytes, as an estimate must never understate).
+func toBytes(x float64) int64 {
+	switch {
+	case !(x < maxBytes):
+		return maxBytes
+	case x < 0:
+		return 0
+	}
+	return int64(x)
+}
+
+// addBytes returns a+b, saturated at maxBytes.
+func addBytes(a, b int64) int64 { return min(a+b, maxBytes) }
+
+// mulBytes returns a*k, saturated at maxBytes (a, k >= 0).
+func mulBytes(a, k int64) int64 {
+	if k != 0 && a > maxBytes/k {
+		return maxBytes
+	}
+	return min(a*k, maxBytes)
 }
 
 // baseMemory is the program's own memory beside its runs: code, charts
@@ -75,9 +121,14 @@ func HeapFloorUnder(limit int64) int64 {
 	return min(max(limit-baseMemory, 0), HeapFloor)
 }
 
-// MaxRows bounds the rows of timeseries.csv (about 60 bytes each): a file
-// a spreadsheet or a script can still open.
+// MaxRows bounds the rows of timeseries.csv (about 60 bytes each), and
+// those of a graph's services.csv (about serviceRowBytes each): a file a
+// spreadsheet or a script can still open.
 const MaxRows = 5_000_000
+
+// serviceRowBytes is about the size of a row of services.csv (measured:
+// 15 million rows of 5 services of 10,000 replicas took 563 MB).
+const serviceRowBytes = 40
 
 // The sizes the estimate counts, per request.
 //
@@ -139,13 +190,13 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	n.Rows = buckets * int64(n.Runs)
 	reqs, path := requestsOf(sc)
 	n.Requests = reqs
-	n.Kept = buckets*(int64(unsafe.Sizeof(results.Bucket{}))+chartBytes) + results.LatenciesBytes(reqs)
+	n.Kept = addBytes(buckets*(int64(unsafe.Sizeof(results.Bucket{}))+chartBytes), results.LatenciesBytes(min(reqs, scenarios.MaxCount)))
 	growth := 1.0
 	if sc.Workload.Uncapped() {
 		growth = 2 // slices grow by appending, up to twice the count
 	}
 	if sc.Graph() {
-		estimateGraph(sc, &n, reqs, growth, opts.MaxEvents)
+		estimateGraph(sc, opts, &n, reqs, growth)
 		return n.total()
 	}
 	events, lock := int64(1), int64(0)
@@ -227,16 +278,16 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		what += " (with " + joinWords(extras) + ")"
 	}
 	n.perRun = append(n.perRun,
-		need{path, int64(growth * reqs * float64(perReq)), what},
-		need{"server.queue", int64(growth * queued * queueEntryBytes), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
-		need{"server.concurrency", int64(serving * float64(listedEventBytes)), fmt.Sprintf("up to %s requests in service, each with its end pending", results.Count(math.Round(serving)))},
+		need{path, toBytes(growth * reqs * float64(perReq)), what},
+		need{"server.queue", toBytes(growth * queued * queueEntryBytes), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
+		need{"server.concurrency", toBytes(serving * float64(listedEventBytes)), fmt.Sprintf("up to %s requests in service, each with its end pending", results.Count(math.Round(serving)))},
 	)
 	chunks := (growth*reqs*float64(events+lock) + serving) * float64(listedEventBytes)
-	if ahead := slabAhead(int64(chunks)); ahead > 0 {
+	if ahead := slabAhead(toBytes(chunks)); ahead > 0 {
 		n.perRun = append(n.perRun, need{path, ahead, "the event list's chunks allocated ahead of use"})
 	}
 	if anySenders && sc.Workload.Senders > 0 {
-		n.perRun = append(n.perRun, need{"workload.senders", int64(sc.Workload.Senders) * senderBytes,
+		n.perRun = append(n.perRun, need{"workload.senders", mulBytes(int64(sc.Workload.Senders), senderBytes),
 			fmt.Sprintf("%s senders x %s", results.Count(float64(sc.Workload.Senders)), results.Bytes(senderBytes))})
 	}
 	return n.total()
@@ -266,7 +317,7 @@ const senderExtBytes = 640
 func (n Needs) total() Needs {
 	n.PerRun = eventListBytes
 	for _, p := range n.perRun {
-		n.PerRun += p.bytes
+		n.PerRun = addBytes(n.PerRun, p.bytes)
 	}
 	slices.SortStableFunc(n.perRun, func(a, b need) int { return cmp.Compare(b.bytes, a.bytes) })
 	return n
@@ -297,12 +348,7 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 		end = sc.Duration
 	}
 	end = min(end, sc.Duration)
-	mean := 0.0
-	for t := a.From; t < end; {
-		rate, until := rateAt(a, end, t)
-		mean += rate * (until - t).Seconds()
-		t = until
-	}
+	mean := scheduledMean(a, end)
 	// Six standard deviations above the mean: a run that makes more is
 	// a one in a billion.
 	n := mean + 6*math.Sqrt(mean)
@@ -311,6 +357,37 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 		return float64(w.Requests), "workload.requests"
 	}
 	return n, path
+}
+
+// scheduledMean returns the expected arrivals of a from a.From to end:
+// the rate in force (rateAt's) integrated over time. Where no two steps
+// of the schedule overlap (the usual case) it is the base rate over the
+// span and each step's difference over its part of the span, in time
+// linear in the steps (a sweep estimates 10,000 points of 2,000 steps);
+// otherwise, the first step in force wins, piece by piece.
+func scheduledMean(a scenarios.Arrival, end time.Duration) float64 {
+	if a.From >= end {
+		return 0
+	}
+	steps := slices.SortedFunc(slices.Values(a.Schedule), func(x, y scenarios.RateStep) int { return cmp.Compare(x.From, y.From) })
+	for i := 1; i < len(steps); i++ {
+		if steps[i].From < steps[i-1].Until {
+			mean := 0.0
+			for t := a.From; t < end; {
+				rate, until := rateAt(a, end, t)
+				mean += rate * (until - t).Seconds()
+				t = until
+			}
+			return mean
+		}
+	}
+	mean := a.Rate * (end - a.From).Seconds()
+	for _, st := range steps {
+		if from, until := max(st.From, a.From), min(st.Until, end); until > from {
+			mean += (st.Rate - a.Rate) * (until - from).Seconds()
+		}
+	}
+	return mean
 }
 
 // Fit returns how many runs may go at once, at most opts.Parallel (0:
@@ -332,7 +409,7 @@ func Fit(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
 func FitUnits(sc *scenarios.Scenario, opts Options, limit int64) (int, error) {
 	n := Estimate(sc, opts)
 	n.Runs = n.AtOnce
-	n.Rows = 0
+	n.Rows, n.ServiceRows = 0, 0
 	if err := n.check(sc, limit, true, opts.limitName()); err != nil {
 		return 0, err
 	}
@@ -362,14 +439,17 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name strin
 		return fail(path, "a run would make about %s requests, more than the most herdlab counts (%s)",
 			results.Count(math.Round(n.Requests)), results.Count(scenarios.MaxCount))
 	}
-	if n.tooMany != "" {
-		_, path := requestsOf(sc)
-		return fail(path, "%s", n.tooMany)
+	if n.tooMany != nil {
+		return fail(n.tooMany.path, "%s", n.tooMany.what)
 	}
 	if n.Rows > MaxRows {
 		buckets := n.Rows / int64(n.Runs)
 		return fail("bucket", "%s buckets a run x %d runs (strategies x replications) make %s rows of timeseries.csv (about %s); at most %s: use a wider bucket, fewer runs or fewer strategies",
 			results.Count(float64(buckets)), n.Runs, results.Count(float64(n.Rows)), results.Bytes(n.Rows*60), results.Count(MaxRows))
+	}
+	if n.ServiceRows > MaxRows && n.maxRows != nil {
+		return fail(n.maxRows.path, "%s make %s rows of services.csv (about %s); at most %s: use a wider bucket, fewer replicas, fewer runs or fewer strategies",
+			n.maxRows.what, results.Count(float64(n.ServiceRows)), results.Bytes(mulBytes(n.ServiceRows, serviceRowBytes)), results.Count(MaxRows))
 	}
 	if limit <= 0 {
 		return nil
@@ -379,7 +459,7 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name strin
 		return nil
 	}
 	limitText := results.Bytes(limit)
-	kept := int64(n.Runs) * n.Kept
+	kept := mulBytes(n.Kept, int64(n.Runs))
 	if !units && kept > n.PerRun {
 		buckets := (sc.Duration + sc.Bucket - 1) / sc.Bucket
 		path := "runs"
@@ -390,11 +470,11 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name strin
 			path = "bucket"
 		}
 		return fail(path, "%d runs (strategies x replications) of %s buckets each keep about %s in memory until the outputs are written (%s a run); the limit is %s (%s)",
-			n.Runs, results.Count(float64(buckets)), results.Bytes(kept), results.Bytes(n.Kept), limitText, name)
+			n.Runs, results.Count(float64(buckets)), BytesText(kept), BytesText(n.Kept), limitText, name)
 	}
 	top := n.perRun[0]
 	return fail(top.path, "a run needs about %s of memory: %s; the limit is %s (%s)",
-		results.Bytes(n.PerRun+n.Kept+baseMemory), top.what, limitText, name)
+		BytesText(addBytes(addBytes(n.PerRun, n.Kept), baseMemory)), top.what, limitText, name)
 }
 
 // joinWords joins words as a list in prose: a, b and c.

@@ -3,6 +3,9 @@ package sim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -198,4 +201,131 @@ func scenarioOf(t *testing.T, yaml string) *scenarios.Scenario {
 	sc, err := scenarios.Parse("x.yaml", []byte(yaml))
 	require.NoError(t, err)
 	return sc
+}
+
+// fanOut is a chain of services s0..sN, each calling the next with
+// fanout copies.
+func fanOut(layers, fanout int, strategy string) string {
+	y := "name: fan\nduration: 1m\nservices:\n"
+	for i := range layers {
+		y += fmt.Sprintf("  - {name: s%d, service_time: 1ms, calls: [{service: s%d, fanout: %d}]}\n", i, i+1, fanout)
+	}
+	y += fmt.Sprintf("  - {name: s%d, service_time: 1ms}\n", layers)
+	return y + "workload: {requests: 1}\nstrategies:\n  - " + strategy + "\n"
+}
+
+// TestGraphEstimateNeverWraps: fan-outs of 1,000 over 6 edges make 10^18
+// attempts with no failure at all; the estimate saturates instead of
+// wrapping to a small figure (it said 80 MB), and the run is refused at
+// the fan-out that passes the event budget, with the product, whatever
+// the memory limit, before anything is allocated.
+func TestGraphEstimateNeverWraps(t *testing.T) {
+	for fanout, least := range map[int]int64{100: 400 << 40, 1000: maxBytes} {
+		sc := scenarioOf(t, fanOut(6, fanout, "{name: a, backoff: {kind: fixed, delay: 1s}}"))
+		n := Estimate(sc, Options{MaxEvents: math.MaxInt64})
+		assert.GreaterOrEqual(t, n.Memory(), least, "fanout %d: 10^12 or 10^18 jobs at once", fanout)
+		assert.GreaterOrEqual(t, n.PerRun, n.perRun[0].bytes, "no part wrapped the sum")
+
+		_, err := Fit(sc, Options{}, 0)
+		var se *scenarios.Error
+		require.ErrorAs(t, err, &se, "fanout %d", fanout)
+		assert.Regexp(t, `^services\[\d\]\.calls\[0\]\.fanout$`, se.Path)
+		assert.Contains(t, err.Error(), "with no attempt failing")
+		assert.Contains(t, err.Error(), "more than a run's budget of 1,000,000,000 (--max-events)")
+		_, err = Run(context.Background(), sc, Options{})
+		require.ErrorAs(t, err, &se, "Run refuses it too, before it allocates")
+	}
+	sc := scenarioOf(t, fanOut(6, 1000, "{name: a, backoff: {kind: fixed, delay: 1s}}"))
+	_, err := Fit(sc, Options{}, 0)
+	assert.ErrorContains(t, err, "x.yaml:6:65: services[2].calls[0].fanout: strategy a: 1 requests x fan-outs 1,000 x 1,000 x 1,000 make 1,000,000,000 attempts at s3")
+
+	// With more events allowed, the memory limit refuses it, naming a
+	// figure that did not wrap.
+	_, err = Fit(sc, Options{MaxEvents: math.MaxInt64}, 64<<30)
+	assert.ErrorContains(t, err, "a run needs about more than 4096 PB of memory")
+
+	// The worst case (every attempt failing) is counted when the fleet's
+	// attempts are unlimited, per attempt of the fleet: 4 attempts at
+	// each of 4 edges of fan-out 10 make 40^4 = 2.56 million attempts at
+	// the bottom per fleet attempt.
+	y := fanOut(4, 10, `{name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, edges: {default: {max_attempts: 4}}}`)
+	sc = scenarioOf(t, strings.Replace(y, "requests: 1}", "requests: 1000}", 1))
+	_, err = Fit(sc, Options{}, 0)
+	assert.ErrorContains(t, err, "workload.requests: strategy a: 1,000 requests x a worst-case amplification of")
+	assert.ErrorContains(t, err, "per attempt of the fleet (whose attempts are unlimited)")
+}
+
+// TestEstimateCountsCaches: 60 services with 10 million keys each hold
+// 4.3 GB (the run died there); the estimate said 80 MB.
+func TestEstimateCountsCaches(t *testing.T) {
+	y := "name: caches\nduration: 10s\nservices:\n"
+	for i := range 60 {
+		calls := ""
+		if i < 59 {
+			calls = fmt.Sprintf(", calls: [{service: s%d}]", i+1)
+		}
+		y += fmt.Sprintf("  - {name: s%d, service_time: 1ms, cache: {hit_ratio: 0.9, keys: 10000000}%s}\n", i, calls)
+	}
+	y += "workload: {requests: 1}\nstrategies:\n  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 2}\n"
+	sc := scenarioOf(t, y)
+	assert.Greater(t, Estimate(sc, Options{}).Memory(), int64(4<<30))
+	_, err := Fit(sc, Options{}, 2<<30)
+	var se *scenarios.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "services[0].cache.keys", se.Path)
+	assert.Contains(t, err.Error(), "caches of 600,000,000 keys in all")
+}
+
+// TestServicesCSVIsBounded: 5 services of 10,000 replicas over 300
+// buckets would write 15 million rows of services.csv (563 MB); it is
+// bounded as timeseries.csv is, naming the replicas.
+func TestServicesCSVIsBounded(t *testing.T) {
+	y := "name: replicas\nduration: 5m\nservices:\n"
+	for i := range 5 {
+		calls := ""
+		if i < 4 {
+			calls = fmt.Sprintf(", calls: [{service: s%d}]", i+1)
+		}
+		y += fmt.Sprintf("  - {name: s%d, service_time: 1ms, replicas: 10000%s}\n", i, calls)
+	}
+	y += "workload: {requests: 100}\nstrategies:\n  - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 2}\n"
+	sc := scenarioOf(t, y)
+	n := Estimate(sc, Options{})
+	assert.Equal(t, int64(300*50005), n.ServiceRows)
+	_, err := Fit(sc, Options{}, 0)
+	var se *scenarios.Error
+	require.ErrorAs(t, err, &se)
+	assert.Equal(t, "services[0].replicas", se.Path)
+	assert.Contains(t, err.Error(), "300 buckets a run x 50,005 series (services and replicas) x 1 runs of each strategy make 15,001,500 rows of services.csv")
+	_, err = FitUnits(sc, Options{}, 0)
+	assert.NoError(t, err, "a sweep writes no services.csv")
+	sc.Bucket = 10 * time.Second
+	_, err = Fit(sc, Options{}, 0)
+	assert.NoError(t, err, "a wider bucket: 1.5 million rows")
+}
+
+// TestScheduledMean: the expected arrivals of a schedule, in linear time
+// where no steps overlap, are those of the rate in force integrated piece
+// by piece (rateAt), steps in any order, clipped to the span; overlapping
+// steps take the piecewise way.
+func TestScheduledMean(t *testing.T) {
+	piecewise := func(a scenarios.Arrival, end time.Duration) float64 {
+		mean := 0.0
+		for t := a.From; t < end; {
+			rate, until := rateAt(a, end, t)
+			mean += rate * (until - t).Seconds()
+			t = until
+		}
+		return mean
+	}
+	s := time.Second
+	tests := []scenarios.Arrival{
+		{Rate: 5},
+		{Rate: 5, From: 10 * s, Schedule: []scenarios.RateStep{{From: 30 * s, Until: 40 * s, Rate: 100}, {From: 0, Until: 20 * s, Rate: 0}, {From: 90 * s, Until: 200 * s, Rate: 7}}},
+		{Rate: 1, Schedule: []scenarios.RateStep{{From: 10 * s, Until: 50 * s, Rate: 10}, {From: 20 * s, Until: 30 * s, Rate: 1000}}}, // overlapping: the first wins
+	}
+	for i, a := range tests {
+		assert.InDelta(t, piecewise(a, 100*s), scheduledMean(a, 100*s), 1e-9, "arrival %d", i)
+	}
+	assert.InDelta(t, 1*60+10*40.0, scheduledMean(tests[2], 100*s), 1e-9)
 }

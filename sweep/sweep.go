@@ -89,6 +89,24 @@ type Plan struct {
 // varied seed wins. Every point is built and validated, one at a time: an
 // error is bad input, reported before anything runs. A done ctx stops it.
 func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string) (*Plan, error) {
+	return newPlan(ctx, sc, vary, metric, only, true)
+}
+
+// Check checks the sweep of sc over vary as NewPlan does, then Fit with
+// limit and maxEvents, with all of sc's strategies: what herdlab sweep
+// refuses before it runs. It skips what only running needs (the digest
+// of the points).
+func Check(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, limit, maxEvents int64) error {
+	p, err := newPlan(ctx, sc, vary, metric, nil, false)
+	if err != nil {
+		return err
+	}
+	_, err = p.Fit(0, limit, maxEvents)
+	return err
+}
+
+// newPlan is NewPlan; without digest, Spec.Digest is left empty.
+func newPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary, metric string, only []string, digested bool) (*Plan, error) {
 	if len(vary) == 0 {
 		return nil, errors.New("nothing to vary: give --vary PATH=VALUES or a sweep: section in the scenario")
 	}
@@ -114,26 +132,36 @@ func NewPlan(ctx context.Context, sc *scenarios.Scenario, vary []scenarios.Vary,
 	}
 	digest := sha256.New()
 	var worst int64
-	err := sc.EachPoint(ctx, vary, func(pt scenarios.Point) error {
+	worstAt := -1
+	// The points are only read here: they share what they do not vary
+	// (EachPointShared); the one kept, the worst, is built again whole.
+	err := sc.EachPointShared(ctx, vary, func(pt scenarios.Point) error {
 		s, err := p.complete(pt)
 		if err != nil {
 			return err
 		}
-		// Struct fields marshal in a fixed order, maps sorted: the digest
-		// is a function of the point's scenario alone.
-		data, err := json.Marshal(s)
-		if err != nil {
-			return err
+		if digested {
+			// Struct fields marshal in a fixed order, maps sorted: the
+			// digest is a function of the point's scenario alone.
+			data, err := json.Marshal(s)
+			if err != nil {
+				return err
+			}
+			digest.Write(data)
 		}
-		digest.Write(data)
 		p.settings = append(p.settings, pt.Settings)
-		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst {
-			worst, p.worst = n.PerRun+n.Kept, s
+		if n := sim.Estimate(s, sim.Options{Strategies: only}); n.PerRun+n.Kept > worst || worstAt < 0 {
+			worst, worstAt = n.PerRun+n.Kept, len(p.settings)-1
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if worstAt >= 0 {
+		if p.worst, err = p.point(worstAt); err != nil {
+			return nil, err
+		}
 	}
 	p.Spec.Points = len(p.settings)
 	p.Spec.Digest = hex.EncodeToString(digest.Sum(nil))
@@ -155,6 +183,12 @@ func (p *Plan) complete(pt scenarios.Point) (*scenarios.Scenario, error) {
 		if s.Strategies[i].Name != st.Name {
 			return nil, fmt.Errorf("%s: renames strategy %s: a strategy keeps its name across a sweep", settingsString(pt.Settings), st.Name)
 		}
+	}
+	// A point whose retries never wait (HL009) would spin until its
+	// event budget, as run refuses it.
+	if errs := scenarios.LintErrors(s, p.only); len(errs) > 0 {
+		f := errs[0]
+		return nil, fmt.Errorf("%s: %s: %s %s: %s; refused: it would only spin until its event budget", settingsString(pt.Settings), f.Path, f.Rule.ID, f.Rule.Name, f.Msg)
 	}
 	return s, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -26,7 +27,8 @@ strategies run, and checks on the others (comparisons naming one
 included) are skipped: neither passed nor failed. Exits 0 when no check
 fails, 1 when one does, 2 for bad input. Lint findings are warnings
 unless --strict, but for those of error rules (HL009 retry-spin), which
-always fail.
+always fail; a scenario with one is not run (exit 2, as herdlab run
+refuses it): only --lint reports it as a failed check.
 
 With --baseline, a watched figure fails when it gets worse than the
 baseline by more than --tolerance: relative to the baseline's value where
@@ -68,15 +70,15 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab check: --format %q: want text, json or junit\n", format)
 		return exitBadInput
 	}
-	if tolerance < 0 {
-		fmt.Fprintf(c.stderr, "herdlab check: --tolerance %v: want a fraction >= 0\n", tolerance)
+	if !(tolerance >= 0) || math.IsInf(tolerance, 1) {
+		fmt.Fprintf(c.stderr, "herdlab check: --tolerance %v: want a finite fraction >= 0\n", tolerance)
 		return exitBadInput
 	}
 	lim, loaded, code := loadToSimulate(c, fs, only)
 	if code != exitOK {
 		return code
 	}
-	if !lintOnly && !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {
+	if !lintOnly && (!refuseLintErrors(c, loaded, only) || !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel})) {
 		return exitBadInput
 	}
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/zeontools/herdlab/realhttp"
 	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
 )
 
 var dlqCmd = &command{
@@ -62,6 +63,10 @@ func dlqReplay(c *cli, fs *flag.FlagSet) int {
 		return fail(exitBadInput, "--target URL is required")
 	case !(rate > 0):
 		return fail(exitBadInput, "--rate %v: want a number > 0", rate)
+	case !(rate >= scenarios.MinRate && rate <= scenarios.MaxRate):
+		// Infinite, or a gap between sends that a duration cannot hold
+		// or that is under a nanosecond.
+		return fail(exitBadInput, "--rate %v: want a rate between %g and %g per second, as a scenario's", rate, scenarios.MinRate, scenarios.MaxRate)
 	}
 	if err := realhttp.CheckTarget(target); err != nil {
 		return fail(exitBadInput, "--target: %v", err)

@@ -33,7 +33,7 @@ func TestValidate(t *testing.T) {
 	// this machine or fewer): its memory line says so.
 	sc, err := scenarios.Load("../../scenarios/thundering-herd.yaml")
 	require.NoError(t, err)
-	assert.Contains(t, out, "  memory: "+memoryLine(sc)+"\n")
+	assert.Contains(t, out, "  memory: "+memoryLine(sc, limits{})+"\n")
 	assert.Regexp(t, `memory: up to \d+ MB \(5 runs, \d at once: the estimate --max-memory checks\)`, out)
 }
 

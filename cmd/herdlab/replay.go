@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,8 +94,8 @@ func replayFlags(fs *flag.FlagSet) (replayOpts, error) {
 	switch {
 	case fs.NArg() != 1:
 		return o, errors.New("name one scenario file")
-	case !(o.scale > 0):
-		return o, fmt.Errorf("--time-scale %v: want a number > 0", o.scale)
+	case !(o.scale > 0) || math.IsInf(o.scale, 1):
+		return o, fmt.Errorf("--time-scale %v: want a finite number > 0", o.scale)
 	case o.maxConns < 0:
 		return o, fmt.Errorf("--max-conns %d: want a number >= 0 (0: what the simulation needs)", o.maxConns)
 	case fs.Changed("runs") && o.runs < 1:
@@ -149,6 +150,9 @@ func replay(c *cli, fs *flag.FlagSet) int {
 	if err := sim.CheckStrategies(sc, o.only); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
+	if err := checkTimeScale(o.scale, sc); err != nil {
+		return fail(exitBadInput, "%v", err)
+	}
 	if sc.Graph() {
 		for _, st := range replayed(sc, o.only) {
 			if path, err := realhttp.GraphUnsupported(sc, st); err != nil {
@@ -163,7 +167,7 @@ func replay(c *cli, fs *flag.FlagSet) int {
 	if sc.Server.Model == scenarios.ModelOCC && o.target == "" {
 		return fail(exitBadInput, "the test server has no occ model: simulate it with herdlab run, or name a --target")
 	}
-	if !lim.fit(c, []*scenarios.Scenario{sc}, sim.Options{Strategies: o.only}) {
+	if !refuseLintErrors(c, []*scenarios.Scenario{sc}, o.only) || !lim.fit(c, []*scenarios.Scenario{sc}, sim.Options{Strategies: o.only}) {
 		return exitBadInput
 	}
 	strategies := replayed(sc, o.only)

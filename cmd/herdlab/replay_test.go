@@ -96,7 +96,7 @@ func TestReplayBadInput(t *testing.T) {
 		want string
 	}{
 		{[]string{"replay"}, "name one scenario file"},
-		{[]string{"replay", file, "--time-scale", "-1"}, "--time-scale -1: want a number > 0"},
+		{[]string{"replay", file, "--time-scale", "-1"}, "--time-scale -1: want a finite number > 0"},
 		{[]string{"replay", file, "--strategy", "nope"}, `no strategy "nope"`},
 		{[]string{"replay", file, "--max-conns", "-1"}, "--max-conns -1: want a number >= 0"},
 		{[]string{"replay", file, "--runs", "0"}, "--runs 0: want a number >= 1"},

@@ -68,7 +68,9 @@ func runScenarios(c *cli, fs *flag.FlagSet) int {
 	if code != exitOK {
 		return code
 	}
-	lintErrors(c, "run", loaded)
+	if !refuseLintErrors(c, loaded, only) {
+		return exitBadInput
+	}
 	if !lim.fit(c, loaded, sim.Options{Strategies: only, Parallel: parallel}) {
 		return exitBadInput
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -107,8 +108,8 @@ func serveFlags(fs *flag.FlagSet) (serveOpts, error) {
 	switch {
 	case o.file == "":
 		return o, errors.New("--scenario FILE.yaml is required")
-	case !(scale > 0):
-		return o, fmt.Errorf("--time-scale %v: want a number > 0", scale)
+	case !(scale > 0) || math.IsInf(scale, 1):
+		return o, fmt.Errorf("--time-scale %v: want a finite number > 0", scale)
 	case maxConns < 0:
 		return o, fmt.Errorf("--max-conns %d: want a number >= 0", maxConns)
 	case header <= 0:
@@ -168,6 +169,9 @@ func serve(c *cli, fs *flag.FlagSet) int {
 	if err != nil {
 		fmt.Fprintln(c.stderr, err)
 		return exitBadInput
+	}
+	if err := checkTimeScale(o.server.TimeScale, sc); err != nil {
+		return fail(exitBadInput, "%v", err)
 	}
 	o.server.Seed = sc.Seed
 	if sc.Graph() {

@@ -140,7 +140,7 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 		want string
 	}{
 		{[]string{"serve"}, "--scenario FILE.yaml is required"},
-		{[]string{"serve", "--scenario", occ, "--time-scale", "0"}, "--time-scale 0: want a number > 0"},
+		{[]string{"serve", "--scenario", occ, "--time-scale", "0"}, "--time-scale 0: want a finite number > 0"},
 		{[]string{"serve", "--scenario", occ}, "occ"},
 		{[]string{"serve", "--scenario", dir + "/nope.yaml"}, "cannot read"},
 		{[]string{"serve", "--scenario", ok, "--idempotency-store", "redis://127.0.0.1:1/0"}, "--idempotency-store: realhttp: idempotency store"},

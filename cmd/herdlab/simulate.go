@@ -28,7 +28,7 @@ func simulationFlags(fs *flag.FlagSet) {
 
 // limitFlags adds --max-memory and --max-events (see readLimits).
 func limitFlags(fs *flag.FlagSet) {
-	fs.String("max-memory", "", "memory the runs may take, such as 8GiB or 500MB; 0 for no limit (default: 3/4 of this machine's)")
+	fs.String("max-memory", "", "memory the runs may take, such as 8GiB or 500MB; 0 for no limit (default: 3/4 of this machine's, its control group's or the address-space limit (ulimit -v), whichever is lowest)")
 	fs.Int64("max-events", sim.DefaultMaxEvents, "event budget of one run: a run that reaches it stops and fails")
 }
 
@@ -123,14 +123,18 @@ find:
 		}
 	}
 	x, err := strconv.ParseFloat(t, 64)
-	if err != nil || x < 0 || math.IsInf(x, 0) || x*mult > math.MaxInt64 {
+	// NaN fails every comparison: it is refused with the infinities, and
+	// with what would not fit an int64 (whose limit, 2^63, is exact in a
+	// float64).
+	if err != nil || !(x >= 0) || !(x*mult < math.MaxInt64) {
 		return 0, errors.New("want a size such as 8GiB, 500MB or 0 for no limit")
 	}
 	return int64(x * mult), nil
 }
 
 // machineMemory returns the memory this process may use: the machine's,
-// or its control group's limit when lower, and where that came from.
+// or its control group's limit, or its address-space limit (ulimit -v),
+// whichever is lowest, and where that came from.
 func machineMemory() (int64, string) {
 	total, from := int64(0), "this machine's memory"
 	if f, err := os.Open("/proc/meminfo"); err == nil {
@@ -151,6 +155,9 @@ func machineMemory() (int64, string) {
 		if n, err := strconv.ParseInt(strings.TrimSpace(string(data)), 10, 64); err == nil && n > 0 && (total == 0 || n < total) {
 			total, from = n, "this control group's memory limit"
 		}
+	}
+	if n, ok := addressSpaceLimit(); ok && (total == 0 || n < total) {
+		total, from = n, "this process's address-space limit (ulimit -v)"
 	}
 	if total == 0 {
 		total, from = 4<<30, "an assumed 4 GB (the machine's memory is unknown)"
@@ -239,15 +246,18 @@ func (c *cli) done(doing string) bool {
 	return true
 }
 
-// lintErrors prints the findings of the lint rules that find errors
-// (HL009 retry-spin): a command that runs the scenario runs it anyway,
-// within its event budget, but says what is wrong.
-func lintErrors(c *cli, cmd string, loaded []*scenarios.Scenario) {
+// refuseLintErrors reports the findings of the lint rules that find
+// errors (HL009 retry-spin) about the strategies in only (all when it is
+// empty), as bad input: a run of them would only spin until its event
+// budget (minutes of CPU for nothing), so no command runs them. false
+// when there is one.
+func refuseLintErrors(c *cli, loaded []*scenarios.Scenario, only []string) bool {
+	ok := true
 	for _, sc := range loaded {
-		for _, f := range scenarios.Lint(sc) {
-			if f.Rule.Error {
-				fmt.Fprintf(c.stderr, "herdlab %s: lint error: %s\n", cmd, f)
-			}
+		for _, f := range scenarios.LintErrors(sc, only) {
+			fmt.Fprintf(c.stderr, "%s; refused: it would only spin until its event budget (fix it, or leave the strategy out with --strategy)\n", f)
+			ok = false
 		}
 	}
+	return ok
 }

@@ -126,6 +126,9 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		return code
 	}
 	sc := loaded[0]
+	if !refuseLintErrors(c, loaded, only) {
+		return exitBadInput
+	}
 
 	var vary []scenarios.Vary
 	metric, _ := fs.GetString("metric")
