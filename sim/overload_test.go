@@ -175,35 +175,39 @@ strategies:
 }
 
 // TestAWSAdaptiveFollowsTheRateLimit: one AWS adaptive client offering
-// 1,000 requests a second to a backend that takes 100 sends, once its
+// 150 requests a second to a backend that takes 100 sends, once its
 // limiter is on, about what the backend takes (CUBIC probes above it
-// and backs off) instead of 10 times as much.
+// and backs off) instead of all it is offered and the retries of its
+// 429s. (Its backlog of requests waiting for a token grows by 50 a
+// second, and each waiter asks again at every token, as the SDK's
+// goroutines do: 10 times the offer for 2 minutes was 600 million waits.)
 func TestAWSAdaptiveFollowsTheRateLimit(t *testing.T) {
 	_, res := runGraph(t, `
 name: aws
-duration: 2m
+duration: 1m
 bucket: 1s
 server: {service_time: 1ms, rate_limit: {rate: 100, burst: 10}}
-workload: {senders: 1, arrival: {kind: poisson, rate: 1000}}
+workload: {senders: 1, arrival: {kind: poisson, rate: 150}}
 strategies:
   - {name: adaptive, backoff: {kind: full-jitter, base: 50ms, cap: 20s}, max_attempts: 3, throttle: {kind: aws-adaptive}}
   - {name: standard, backoff: {kind: full-jitter, base: 50ms, cap: 20s}, max_attempts: 3}
 `)
 	adaptive, standard := res.Runs[0], res.Runs[1]
-	sent := steady(adaptive, 30, attempts) / 90
-	accepted := steady(adaptive, 30, delivered) / 90
-	t.Logf("adaptive: sends %.0f/s, %.0f/s accepted, %d waits; standard: sends %.0f/s", sent, accepted, adaptive.RateLimited, steady(standard, 30, attempts)/90)
-	assert.Less(t, sent, 200.0, "within 2x what the backend takes")
+	sent := steady(adaptive, 20, attempts) / 40
+	accepted := steady(adaptive, 20, delivered) / 40
+	sentStandard := steady(standard, 20, attempts) / 40
+	t.Logf("adaptive: sends %.0f/s, %.0f/s accepted, %d waits; standard: sends %.0f/s", sent, accepted, adaptive.RateLimited, sentStandard)
+	assert.InDelta(t, 100, sent, 15, "about what the backend takes")
 	assert.Greater(t, accepted, 80.0)
 	assert.Positive(t, adaptive.RateLimited)
-	assert.Greater(t, steady(standard, 30, attempts)/90, 1000.0, "without the limiter every request and its retries go")
+	assert.Greater(t, sentStandard, 170.0, "without the limiter every request and its retries go")
 
 	// The limiter's rate over time: on from the first throttle, and
 	// about the 100/s the backend takes.
 	require.Len(t, adaptive.ClientRates, len(adaptive.Series))
 	assert.Nil(t, standard.ClientRates)
 	var rates []float64
-	for _, c := range adaptive.ClientRates[30:] {
+	for _, c := range adaptive.ClientRates[20:] {
 		assert.Equal(t, int64(1), c.Limited)
 		rates = append(rates, c.Rate)
 	}

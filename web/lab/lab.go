@@ -117,6 +117,9 @@ func Run(ctx context.Context, src, file string, o Options) Result {
 	if err != nil {
 		return failure(err)
 	}
+	if res, spins := spinning(sc); spins {
+		return res
+	}
 	opts := sim.Options{MaxMemory: o.MaxMemory, MaxMemoryName: o.MaxMemoryName, MaxEvents: o.MaxEvents, Parallel: o.Parallel}
 	if o.Progress != nil {
 		total := float64(sim.ProgressUnits * sc.Runs * len(sc.Strategies))
@@ -150,6 +153,24 @@ func Run(ctx context.Context, src, file string, o Options) Result {
 		return failure(err)
 	}
 	return summarize(res.Summary, res.Runs)
+}
+
+// spinning refuses, as the CLI does, a scenario that lint's error rules
+// find fault with (HL009: retries that never wait): its runs would only
+// spin until their event budget, minutes of CPU for nothing.
+func spinning(sc *scenarios.Scenario) (Result, bool) {
+	found := scenarios.LintErrors(sc, nil)
+	if len(found) == 0 {
+		return Result{}, false
+	}
+	res := Result{Problems: []Problem{}}
+	for i, f := range found {
+		if i == 0 {
+			res.Error = f.String() + "; refused: it would only spin until its event budget"
+		}
+		res.Problems = append(res.Problems, Problem{Line: f.Line, Col: f.Col, Path: f.Path, Message: f.Msg, Rule: f.Rule.ID})
+	}
+	return res, true
 }
 
 // failure is the result of a run that err stopped.

@@ -168,6 +168,21 @@ func TestRunRefuses(t *testing.T) {
 	assert.Contains(t, r.Error, "canceled")
 }
 
+func TestRunRefusesRetriesThatNeverWait(t *testing.T) {
+	// HL009: a run would spin until its event budget (minutes of CPU in
+	// herdlab ui, a frozen tab in the static site); both engines refuse
+	// it at once, at the backoff, as the CLI does.
+	spin := "name: spin\nworkload: {requests: 1000}\nserver: {concurrency: 1, service_time: 1s, outages: [{start: 0s, duration: 1h, mode: refuse}]}\nstrategies:\n  - {name: s, backoff: {kind: none}, max_attempts: 2147483647}\n"
+	r := Run(context.Background(), spin, "spin.yaml", Options{})
+	assert.Empty(t, r.Summary)
+	assert.Contains(t, r.Error, "HL009")
+	require.NotEmpty(t, r.Problems)
+	assert.Equal(t, Problem{Line: 5, Col: 24, Path: "strategies[0].backoff", Rule: "HL009", Message: r.Problems[0].Message}, r.Problems[0])
+	p := RunUnits(context.Background(), spin, "spin.yaml", []int{0}, Options{})
+	assert.Empty(t, p.Runs)
+	assert.Equal(t, r.Problems, p.Problems)
+}
+
 func TestRunsInPartsSummariseAsOne(t *testing.T) {
 	// The static site's workers each run some units, in any order, and
 	// one summarises: summary.json and the chart data are Run's, for a

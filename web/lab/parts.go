@@ -34,6 +34,9 @@ func RunUnits(ctx context.Context, src, file string, units []int, o Options) Par
 	if err != nil {
 		return Part{Error: err.Error(), Problems: problems(err)}
 	}
+	if res, spins := spinning(sc); spins {
+		return Part{Error: res.Error, Problems: res.Problems}
+	}
 	total := len(sc.Strategies) * sc.Runs
 	for _, k := range units {
 		if k < 0 || k >= total {
