@@ -16,15 +16,16 @@ build:
 
 # test: formatting, vet, every test with the race detector, then the
 # tests that need real time undistorted by it (the real-HTTP agreement and
-# timing) or are too slow under it (the metastable phase diagram), one
+# timing) or are too slow under it (the metastable phase diagram, the
+# AWS adaptive client against a reference of the SDK's loop), one
 # package at a time (-p 1) so that none takes the others' cores.
 # The WebAssembly test (web/wasm) and the browser tests (web: a headless
 # Chromium against herdlab ui and the static site) keep a core busy for a
 # minute: they run in the second, sequential step, not beside the
 # timing-sensitive real-HTTP tests of the first.
 test: lint
-	$(GO) test -race -count=1 $$($(GO) list ./... | grep -v /web/wasm)
-	$(GO) test -count=1 -p 1 -run "TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm ./web
+	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /web/wasm)
+	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm ./web
 
 # ui: the lab in the browser, at http://127.0.0.1:8090/ (herdlab ui).
 ui: build

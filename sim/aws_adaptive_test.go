@@ -190,6 +190,7 @@ func sdkReference(seed uint64, offered, rate float64, burst int, base time.Durat
 // 14-25% less, and half its throttles came in pairs: its waiters slept
 // past their tokens, which piled up and went out together.
 func TestAWSAdaptiveSendsWhatTheSDKSends(t *testing.T) {
+	skipUnderRace(t)
 	const (
 		seeds   = 4
 		horizon = 120.0

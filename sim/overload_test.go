@@ -182,6 +182,7 @@ strategies:
 // second, and each waiter asks again at every token, as the SDK's
 // goroutines do: 10 times the offer for 2 minutes was 600 million waits.)
 func TestAWSAdaptiveFollowsTheRateLimit(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, `
 name: aws
 duration: 1m

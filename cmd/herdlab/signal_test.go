@@ -22,18 +22,24 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// TestASignalStopsEveryPhase sends SIGINT to herdlab while it loads a big
-// sweep, while it checks a sweep's points, and while it simulates: each
+// TestASignalStopsEveryPhase sends SIGINT to herdlab while it checks a
+// sweep's points, while it loads big files, and while it simulates: each
 // stops within a second, exits 1, says it was interrupted, and leaves no
-// output behind.
+// output behind. The files are near the 1 MiB a scenario may be (20,000
+// schedule steps), their sweeps vary the rate the schedule is checked
+// against: validate takes about 15 s of CPU over 10,000 points, and run
+// loads eight of them in about 4 s (checking a sweep what varies, one file
+// took too little time to be caught at it).
 func TestASignalStopsEveryPhase(t *testing.T) {
 	dir := t.TempDir()
 	var steps strings.Builder
-	for i := range 300 {
+	for i := range 20_000 {
 		fmt.Fprintf(&steps, "      - {from: %ds, until: %d.5s, rate: 10}\n", i, i)
 	}
-	slow := writeScenario(t, dir, "slow.yaml", `name: slow
-duration: 10m
+	var slow []string
+	for i := range 8 {
+		slow = append(slow, writeScenario(t, dir, fmt.Sprintf("slow%d.yaml", i), fmt.Sprintf(`name: slow%d
+duration: 10h
 server: {concurrency: 10}
 workload:
   requests: 100
@@ -41,13 +47,14 @@ workload:
     kind: poisson
     rate: 5
     schedule:
-`+steps.String()+`strategies:
+`, i)+steps.String()+`strategies:
   - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
 sweep:
   vary:
-    - {path: workload.requests, values: "1..100:100"}
+    - {path: workload.arrival.rate, values: "1..100:100"}
     - {path: seed, values: "1..100:100"}
-`)
+`))
+	}
 	long := writeScenario(t, dir, "long.yaml", `name: long
 server:
   concurrency: 200
@@ -63,8 +70,8 @@ strategies:
 		args  []string
 		want  string
 	}{
-		{"validate", []string{"validate", slow}, "interrupted while checking " + slow},
-		{"loading a run", []string{"run", slow, "-o", out}, "interrupted while loading " + slow},
+		{"validate", []string{"validate", slow[0]}, "interrupted while checking " + slow[0]},
+		{"loading a run", append(append([]string{"run"}, slow...), "-o", out), "interrupted while loading " + filepath.Join(dir, "slow")},
 		{"simulating", []string{"run", long, "-o", out}, "interrupted while simulating long"},
 	}
 	for _, tt := range tests {
@@ -86,7 +93,7 @@ strategies:
 			assert.NoDirExists(t, out)
 			entries, err := os.ReadDir(dir)
 			require.NoError(t, err)
-			assert.Len(t, entries, 2, "no temporary folder left")
+			assert.Len(t, entries, len(slow)+1, "no temporary folder left")
 		})
 	}
 }
