@@ -495,7 +495,7 @@ func TestTheUIRefusesOtherPagesInTheBrowser(t *testing.T) {
 	assert.Contains(t, seen.of("/config.json"), "GET /config.json 403")
 
 	// The ui's own page: a validation it replaces is aborted, and the
-	// server stops its work (the costly sweep takes 20 s to validate),
+	// server stops its work (the costly sweep takes seconds to validate),
 	// answering nothing.
 	do(t, ctx, chromedp.Navigate(ui.URL+"/"), waitRun(0))
 	n := runs(t, ctx)

@@ -118,12 +118,11 @@ func secured(next http.Handler) http.Handler {
 
 type handler struct {
 	http.Handler
-	o          ServerOptions
-	mu         sync.Mutex
-	running    map[string]*running // by client
-	inFlight   int                 // runs and sweeps, every client's
-	reserved   int64               // memory granted to the runs in flight
-	validating int                 // validations in progress
+	o        ServerOptions
+	mu       sync.Mutex
+	running  map[string]*running // by client
+	inFlight int                 // runs and sweeps, every client's
+	reserved int64               // memory granted to the runs in flight
 }
 
 // running is a client's simulation in progress.
@@ -164,14 +163,6 @@ func (h *handler) validate(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	h.mu.Lock()
-	h.validating++
-	h.mu.Unlock()
-	defer func() {
-		h.mu.Lock()
-		h.validating--
-		h.mu.Unlock()
-	}()
 	v := lab.ValidateContext(r.Context(), req.YAML, req.File)
 	if r.Context().Err() != nil {
 		return // nobody to answer
