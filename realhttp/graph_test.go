@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -518,7 +520,7 @@ strategies:
 }
 
 func TestGraphQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
-	// The simulator's scenario (sim's quorumScenario): api's step calls
+	// The simulator's scenario (sim/testdata/quorum.yaml): api's step calls
 	// store 3 times, needing 2, and slow once in parallel (1.5 s). store
 	// serves 2 at a time for 500 ms with no waiting room, so the third
 	// copy is refused at 0, 200 and 400 ms; the quorum comes at 500 ms,
@@ -526,51 +528,30 @@ func TestGraphQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
 	// would serve it while the step still waits for slow: exactly 2 + 3
 	// attempts a request, as in the simulator (100 ms margins either
 	// side of every turn).
-	_, run := graphTestReplay(t, `
-name: quorum
-duration: 8s
-services:
-  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 3, quorum: 2, when: before}, {service: slow, when: before, parallel: true}]}
-  - {name: store, concurrency: 2, queue: 0, service_time: {dist: constant, mean: 500ms}}
-  - {name: slow, service_time: {dist: constant, mean: 1500ms}}
-workload: {target: api, requests: 3, arrival: {kind: uniform, from: 0s, until: 6s}}
-strategies:
-  - name: s
-    backoff: {kind: none}
-    max_attempts: 1
-    timeout: 5s
-    edges:
-      default: {timeout: 4s}
-      api->store: {backoff: {kind: fixed, delay: 200ms}, max_attempts: 100, timeout: 4s}
-`)
+	_, run := graphTestReplay(t, simTestdata(t, "quorum.yaml"))
 	assert.Equal(t, int64(3), run.Delivered)
 	assert.Equal(t, int64(3*(2+3)), graphEdges(run)["api->store"], "store's attempts")
 }
 
 func TestGraphHedgeCancelDropsCopiesOfCancelledCalls(t *testing.T) {
-	// The simulator's scenario (sim's hedgeQuorumScenario): api calls
+	// The simulator's scenario (sim/testdata/hedge-quorum.yaml): api calls
 	// store twice, needing one, each copy hedged after 100 ms with
 	// cancel; store serves one at a time for 500 ms. At 500 ms the first
 	// call wins and store takes the second call's copy at once; the
 	// winner's hedge and the second call (beyond the quorum), hung up
 	// on, leave the queue unserved: store processes 2, as in the
 	// simulator (its test server served all 4 before).
-	_, run := graphTestReplay(t, `
-name: hedge-quorum
-duration: 5s
-services:
-  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 2, quorum: 1}]}
-  - {name: store, concurrency: 1, service_time: {dist: constant, mean: 500ms}}
-workload: {target: api, requests: 1, arrival: {kind: burst, at: 0s}}
-strategies:
-  - name: s
-    backoff: {kind: none}
-    max_attempts: 1
-    timeout: 4s
-    edges:
-      api->store: {max_attempts: 1, timeout: 3s, hedge: {delay: 100ms, max: 1, cancel: true}}
-`)
+	_, run := graphTestReplay(t, simTestdata(t, "hedge-quorum.yaml"))
 	assert.Equal(t, int64(1), run.Delivered)
 	assert.Equal(t, int64(4), graphEdges(run)["api->store"], "2 copies and 2 hedges sent")
 	assert.Equal(t, int64(2), run.Services[1].Processed, "store: the winner and the copy it took next")
+}
+
+// simTestdata returns a scenario of sim's testdata/, which the
+// simulator's tests run and these replay over real HTTP.
+func simTestdata(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "sim", "testdata", name))
+	require.NoError(t, err)
+	return string(b)
 }

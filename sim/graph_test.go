@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -573,7 +575,8 @@ strategies:
 	assert.InDelta(t, 0.5, cacheRatio(r, 1, 10, 110), 0.02)
 }
 
-// quorumScenario is a fleet of 3 requests, 2 s apart, to api, whose
+// quorumScenario (testdata/quorum.yaml, which realhttp's test replays
+// too) is a fleet of 3 requests, 2 s apart, to api, whose
 // first step calls store 3 times at once, needing 2 of them, and slow
 // once in parallel (1.5 s); its local work comes after them (when:
 // before). store serves 2 at a time for 500 ms with no waiting room:
@@ -584,23 +587,7 @@ strategies:
 // quorum, it makes 2 + 3 attempts a request; left to retry until the
 // step or the job ends, 2 + 4. The margins (100 ms) hold over real HTTP
 // too (realhttp's TestGraphQuorumCancelsTheCopiesBeyondIt).
-const quorumScenario = `
-name: quorum
-duration: 8s
-services:
-  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 3, quorum: 2, when: before}, {service: slow, when: before, parallel: true}]}
-  - {name: store, concurrency: 2, queue: 0, service_time: {dist: constant, mean: 500ms}}
-  - {name: slow, service_time: {dist: constant, mean: 1500ms}}
-workload: {target: api, requests: 3, arrival: {kind: uniform, from: 0s, until: 6s}}
-strategies:
-  - name: s
-    backoff: {kind: none}
-    max_attempts: 1
-    timeout: 5s
-    edges:
-      default: {timeout: 4s}
-      api->store: {backoff: {kind: fixed, delay: 200ms}, max_attempts: 100, timeout: 4s}
-`
+var quorumScenario = readTestdata("quorum.yaml")
 
 // TestQuorumCancelsTheCopiesBeyondIt: once a call has its quorum, its
 // copies still going are cancelled at once, not left to retry until the
@@ -619,7 +606,8 @@ func TestQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
 	assert.Equal(t, int64(3*(2+3)), store, "store's attempts")
 }
 
-// hedgeQuorumScenario: api calls store twice, needing one, each copy
+// hedgeQuorumScenario (testdata/hedge-quorum.yaml, which realhttp's
+// test replays too): api calls store twice, needing one, each copy
 // hedged after 100 ms with cancel; store serves one at a time for
 // 500 ms. The first call's copy is served (0-500 ms); the second call's
 // copy and both hedges wait. At 500 ms the first call wins: store takes
@@ -628,21 +616,7 @@ func TestQuorumCancelsTheCopiesBeyondIt(t *testing.T) {
 // beyond the quorum, whose hedge is taken out of the queue too, hung up
 // on as herdlab's test server drops it over real HTTP (realhttp's
 // TestGraphHedgeCancelDropsCopiesOfCancelledCalls): store processes 2.
-const hedgeQuorumScenario = `
-name: hedge-quorum
-duration: 5s
-services:
-  - {name: api, service_time: 10ms, calls: [{service: store, fanout: 2, quorum: 1}]}
-  - {name: store, concurrency: 1, service_time: {dist: constant, mean: 500ms}}
-workload: {target: api, requests: 1, arrival: {kind: burst, at: 0s}}
-strategies:
-  - name: s
-    backoff: {kind: none}
-    max_attempts: 1
-    timeout: 4s
-    edges:
-      api->store: {max_attempts: 1, timeout: 3s, hedge: {delay: 100ms, max: 1, cancel: true}}
-`
+var hedgeQuorumScenario = readTestdata("hedge-quorum.yaml")
 
 // TestHedgeCancelDropsCopiesOfCancelledCalls: a call cancelled (beyond
 // its quorum, or its job ended) hangs up on its hedged copies, and with
@@ -652,4 +626,14 @@ func TestHedgeCancelDropsCopiesOfCancelledCalls(t *testing.T) {
 	run := res.Runs[0]
 	require.Equal(t, int64(1), run.Delivered)
 	assert.Equal(t, int64(2), run.Services[1].Processed, "store: the winner and the copy it took next; both hedges dropped")
+}
+
+// readTestdata returns a file of testdata/ (read as the package's tests
+// start: a missing one fails them all).
+func readTestdata(name string) string {
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
 }
