@@ -150,8 +150,8 @@ func replay(c *cli, fs *flag.FlagSet) int {
 	if err := sim.CheckStrategies(sc, o.only); err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
-	if err := checkTimeScale(o.scale, sc); err != nil {
-		return fail(exitBadInput, "%v", err)
+	if err := realhttp.CheckTimeScale(o.scale, sc); err != nil {
+		return fail(exitBadInput, "--time-scale %v: %v", o.scale, err)
 	}
 	if sc.Graph() {
 		for _, st := range replayed(sc, o.only) {

@@ -170,8 +170,8 @@ func serve(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintln(c.stderr, err)
 		return exitBadInput
 	}
-	if err := checkTimeScale(o.server.TimeScale, sc); err != nil {
-		return fail(exitBadInput, "%v", err)
+	if err := realhttp.CheckTimeScale(o.server.TimeScale, sc); err != nil {
+		return fail(exitBadInput, "--time-scale %v: %v", o.server.TimeScale, err)
 	}
 	o.server.Seed = sc.Seed
 	if sc.Graph() {

@@ -1,4 +1,4 @@
-package main
+package realhttp
 
 import (
 	"fmt"
@@ -10,31 +10,33 @@ import (
 	"github.com/zeontools/herdlab/scenarios"
 )
 
-// checkTimeScale checks a --time-scale for the scenario sc: finite and
+// CheckTimeScale checks a time scale (DriverOptions.TimeScale,
+// ServerOptions.TimeScale) for the scenario sc: finite and
 // above 0; such that the scenario's clock (wall time divided by the
 // scale) holds a day of wall time (1e-300 overflows it at once); and
 // such that every duration the scenario holds, scaled to the wall clock,
 // still fits a time.Duration (1e300 overflows it) and is at least a
-// nanosecond (not 0).
-func checkTimeScale(scale float64, sc *scenarios.Scenario) error {
+// nanosecond (not 0). Its error says what is wrong and the scale that
+// would do, not the scale itself.
+func CheckTimeScale(scale float64, sc *scenarios.Scenario) error {
 	if math.IsNaN(scale) || math.IsInf(scale, 0) || scale <= 0 {
-		return fmt.Errorf("--time-scale %v: want a finite number > 0", scale)
+		return fmt.Errorf("want a finite number > 0")
 	}
 	// The scenario's clock is the wall time divided by the scale: a day
 	// of it (a replay, a serve left running) must fit a duration.
 	if !(float64(24*time.Hour)/scale < math.MaxInt64) {
-		return fmt.Errorf("--time-scale %v: a day on the wall clock would be more scenario time than a duration holds (292 years), and the scenario's clock would overflow: want a scale of at least %.3g",
-			scale, float64(24*time.Hour)/math.MaxInt64)
+		return fmt.Errorf("a day on the wall clock would be more scenario time than a duration holds (292 years), and the scenario's clock would overflow: want a scale of at least %.3g",
+			float64(24*time.Hour)/math.MaxInt64)
 	}
 	var ds extremes
 	ds.walk(reflect.ValueOf(sc).Elem(), "")
 	if ds.longest > 0 && !(float64(ds.longest)*scale < math.MaxInt64) {
-		return fmt.Errorf("--time-scale %v: %s (%s) would last longer on the wall clock than a duration holds (292 years): want a scale below %.3g",
-			scale, ds.longestAt, ds.longest, math.MaxInt64/float64(ds.longest))
+		return fmt.Errorf("%s (%s) would last longer on the wall clock than a duration holds (292 years): want a scale below %.3g",
+			ds.longestAt, ds.longest, math.MaxInt64/float64(ds.longest))
 	}
 	if ds.shortest > 0 && float64(ds.shortest)*scale < 1 {
-		return fmt.Errorf("--time-scale %v: %s (%s) would last %.3g ns on the wall clock, less than the clock's nanosecond: want a scale of at least %.3g",
-			scale, ds.shortestAt, ds.shortest, float64(ds.shortest)*scale, 1/float64(ds.shortest))
+		return fmt.Errorf("%s (%s) would last %.3g ns on the wall clock, less than the clock's nanosecond: want a scale of at least %.3g",
+			ds.shortestAt, ds.shortest, float64(ds.shortest)*scale, 1/float64(ds.shortest))
 	}
 	return nil
 }
