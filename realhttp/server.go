@@ -49,6 +49,11 @@ type ServerOptions struct {
 	// line with one Write call under a mutex. See ServerLogLine, and
 	// LogFile for a log on disk of bounded size.
 	Log io.Writer
+	// Observe, when set, is given each attempt's log line (as Log
+	// writes it, without the encoding) when its outcome is known, from
+	// the attempt's handler goroutine: it must be safe for concurrent
+	// use, and quick.
+	Observe func(ServerLogLine)
 	// Store keeps idempotency keys; nil means NewMemoryStore with its
 	// default limits. It is used only with the scenario's
 	// server.idempotency.
@@ -208,12 +213,13 @@ type Server struct {
 	storeCheck  time.Duration
 	holdCap     time.Duration // scenario time a timeout outage holds a request after it ends
 	format      strategies.RetryAfterFormat
-	service     serverSampler
+	service     Sampler
 	mux         *http.ServeMux
 	admin       *http.ServeMux
 	metrics     *serverMetrics
 	logMu       sync.Mutex
 	log         io.Writer
+	observe     func(ServerLogLine)
 	evMu        sync.Mutex
 	events      func(ServerEvent)
 
@@ -357,8 +363,9 @@ func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 		storeTime:   cmp.Or(opts.StoreTimeout, serverDefaultStoreTimeout),
 		storeCheck:  cmp.Or(opts.StoreCheck, serverDefaultStoreCheck),
 		holdCap:     serverHoldCap(sc),
-		service:     newServerSampler(&sc.Server.ServiceTime),
+		service:     NewSampler(&sc.Server.ServiceTime),
 		log:         opts.Log,
+		observe:     opts.Observe,
 		events:      opts.Events,
 		release:     make(chan struct{}),
 		quit:        make(chan struct{}),
@@ -1008,26 +1015,36 @@ func (s *Server) takeTokenLocked(now time.Duration) (hint time.Duration, ok bool
 }
 
 // startServiceLocked takes a slot and returns the service time of the
-// request that starts now, in scenario time: a draw from the
-// distribution plus slowdown x the requests already in service.
-func (s *Server) startServiceLocked() time.Duration {
-	d := s.service.sample(s.rServe) + s.srv.Slowdown*time.Duration(s.busy)
+// request that starts now, in scenario time (a draw from the
+// distribution plus slowdown x the requests already in service), and
+// whether its answer is to be lost (response loss). Both are drawn here,
+// in the order slots are given, rather than when the work ends: requests
+// ending at the same instant then cannot change each other's draws, and
+// a server whose arrivals are admitted in a set order (herdtest's, in
+// virtual time) draws the same for the same seed.
+func (s *Server) startServiceLocked() (time.Duration, bool) {
+	d := s.service.Sample(s.rServe) + s.srv.Slowdown*time.Duration(s.busy)
 	if f := s.slowLocked(s.nowLocked()); f != 1 {
 		d = time.Duration(float64(d) * f)
 	}
 	s.busy++
-	return d
+	lost := false
+	if p := s.srv.ResponseLoss; p > 0 {
+		lost = s.rFault.Float64() < p
+	}
+	return d, lost
 }
 
-// serverSampler draws durations from a scenario distribution, as the
+// Sampler draws durations from a scenario distribution, as the
 // simulator's sampler does.
-type serverSampler struct {
+type Sampler struct {
 	dist scenarios.Dist
 	a, b float64 // lognormal: mu and sigma of the log
 }
 
-func newServerSampler(d *scenarios.Dist) serverSampler {
-	s := serverSampler{dist: *d}
+// NewSampler returns a sampler of distribution d.
+func NewSampler(d *scenarios.Dist) Sampler {
+	s := Sampler{dist: *d}
 	if d.Kind == scenarios.Lognormal {
 		// A lognormal of mean m and standard deviation sd has
 		// sigma^2 = ln(1 + sd^2/m^2) and mu = ln m - sigma^2/2.
@@ -1038,8 +1055,8 @@ func newServerSampler(d *scenarios.Dist) serverSampler {
 	return s
 }
 
-// sample draws one duration; constant draws nothing from r.
-func (s serverSampler) sample(r *rand.Rand) time.Duration {
+// Sample draws one duration; constant draws nothing from r.
+func (s Sampler) Sample(r *rand.Rand) time.Duration {
 	d := s.dist
 	switch d.Kind {
 	case scenarios.Constant:

@@ -35,6 +35,7 @@ type serverAttempt struct {
 	duplicate   bool
 	wasted      bool
 	service     time.Duration // scenario time it held a slot
+	lost        bool          // its answer is to be lost (response loss), drawn with its slot
 }
 
 // serveWork is the work handler: one attempt, through the scenario's
@@ -147,7 +148,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	var waiter *serverWaiter
 	switch {
 	case s.qhead == nil && s.busy < s.capacityLocked(now):
-		a.service = s.startServiceLocked()
+		a.service, a.lost = s.startServiceLocked()
 	case s.qlimit >= 0 && s.qlen >= s.qlimit:
 		s.mu.Unlock()
 		s.answer(w, a, http.StatusServiceUnavailable, serverReasonOverload)
@@ -185,7 +186,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 			s.abort(w, a, strategies.Timeout, serverReasonOverload)
 			return
 		}
-		a.service = waiter.service
+		a.service, a.lost = waiter.service, waiter.lost
 	}
 	s.serve(w, r, ctx, a)
 }
@@ -309,15 +310,10 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, ctx context.Conte
 		s.answer(w, a, http.StatusServiceUnavailable, serverReasonDownstream)
 		return
 	}
-	lost := false
-	if p := s.srv.ResponseLoss; p > 0 {
-		s.mu.Lock()
-		lost = s.rFault.Float64() < p
-		s.mu.Unlock()
-		if lost {
-			s.lost.Add(1)
-			s.metrics.lost.Inc()
-		}
+	lost := a.lost
+	if lost {
+		s.lost.Add(1)
+		s.metrics.lost.Inc()
 	}
 	switch {
 	case r.Context().Err() != nil: // the client has gone: work for no one
@@ -547,6 +543,9 @@ func (s *Server) finish(a *serverAttempt, outcome strategies.Outcome, reason ser
 	s.metrics.attempt(outcome, reason).Inc()
 	if s.log != nil {
 		s.writeLog(a)
+	}
+	if s.observe != nil {
+		s.observe(a.logLine())
 	}
 }
 

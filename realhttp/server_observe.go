@@ -93,6 +93,19 @@ const serverLogKeyLen = 64
 // writeLog writes attempt a's log line with one Write, under logMu.
 // Write errors are dropped: the log never fails a request.
 func (s *Server) writeLog(a *serverAttempt) {
+	line := a.logLine()
+	b, err := json.Marshal(&line)
+	if err != nil {
+		return
+	}
+	b = append(b, '\n')
+	s.logMu.Lock()
+	defer s.logMu.Unlock()
+	_, _ = s.log.Write(b)
+}
+
+// logLine returns attempt a's line of the request log.
+func (a *serverAttempt) logLine() ServerLogLine {
 	line := ServerLogLine{
 		T:         a.arrived.Seconds(),
 		AtNS:      a.wall.UnixNano(),
@@ -115,14 +128,7 @@ func (s *Server) writeLog(a *serverAttempt) {
 	if a.hasPlanned {
 		line.PlannedNS = &a.planned
 	}
-	b, err := json.Marshal(&line)
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
-	s.logMu.Lock()
-	defer s.logMu.Unlock()
-	_, _ = s.log.Write(b)
+	return line
 }
 
 // serverMetrics are the server's Prometheus metrics, on a registry of

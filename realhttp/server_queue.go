@@ -12,6 +12,7 @@ type serverWaiter struct {
 	ctx        context.Context
 	ready      chan struct{} // closed when the request gets a slot, or is dropped or shed
 	service    time.Duration // its service time, set with the slot
+	lost       bool          // its answer is to be lost, drawn with the slot
 	queuedAt   time.Duration // scenario time it joined the queue
 	dropped    bool          // skipped by drop_expired
 	shed       bool          // answered 503 instead: its wait passed the shed bound, or CoDel dropped it
@@ -153,7 +154,7 @@ func (s *Server) startQueuedLocked(now time.Duration) {
 		case s.srv.DropExpired && w.ctx.Err() != nil:
 			w.dropped = true
 		default:
-			w.service = s.startServiceLocked()
+			w.service, w.lost = s.startServiceLocked()
 		}
 		close(w.ready)
 	}

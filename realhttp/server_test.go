@@ -399,7 +399,11 @@ func TestServerSlowdownAndWarmup(t *testing.T) {
 
 	// Service time = base + slowdown x requests in service.
 	s.mu.Lock()
-	got := []time.Duration{s.startServiceLocked(), s.startServiceLocked(), s.startServiceLocked()}
+	var got []time.Duration
+	for range 3 {
+		d, _ := s.startServiceLocked()
+		got = append(got, d)
+	}
 	s.busy = 0
 	s.mu.Unlock()
 	assert.Equal(t, []time.Duration{100 * time.Millisecond, 110 * time.Millisecond, 120 * time.Millisecond}, got)

@@ -13,6 +13,7 @@ import (
 
 	flag "github.com/spf13/pflag"
 
+	"github.com/zeontools/herdlab/internal/outputs"
 	"github.com/zeontools/herdlab/plots"
 	"github.com/zeontools/herdlab/realhttp"
 	"github.com/zeontools/herdlab/results"
@@ -433,7 +434,7 @@ func addServerFigures(r *results.Run, before, after realhttp.ServerStats) {
 // simulation among them, into the staged folder (beside dlq.jsonl), and
 // swaps the folder in.
 func writeReplay(stage *results.Stage, sc *scenarios.Scenario, real, simulated *sim.Result) error {
-	files, err := outputFiles(context.Background(), sc, real, &plots.Options{})
+	files, err := outputs.Files(context.Background(), sc, real, &plots.Options{})
 	if err != nil {
 		return err
 	}
