@@ -25,7 +25,7 @@ func constant(d time.Duration) func() time.Duration {
 
 // pair dials n with o and accepts the connection: the client's end and
 // the server's.
-func pair(t *testing.T, n *Network, o DialOptions) (client, server *Conn) {
+func pair(t testing.TB, n *Network, o DialOptions) (client, server *Conn) {
 	t.Helper()
 	type dialed struct {
 		c   net.Conn
