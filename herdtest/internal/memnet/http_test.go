@@ -19,18 +19,22 @@ import (
 // tagKey keys the dialer's tag in a request's context.
 type tagKey struct{}
 
-// server serves h on n with net/http; the handler finds the dialer's
-// tag in its request's context. Call the returned stop to shut it down.
-func server(t *testing.T, n *Network, h http.HandlerFunc) (srv *http.Server, stop func()) {
-	srv = &http.Server{
+// server serves h on n with net/http, set by configure before it
+// serves; the handler finds the dialer's tag in its request's context.
+// Call the returned stop to shut it down.
+func server(t *testing.T, n *Network, h http.HandlerFunc, configure ...func(*http.Server)) (stop func()) {
+	srv := &http.Server{
 		Handler: h,
 		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
 			return context.WithValue(ctx, tagKey{}, c.(*Conn).Tag())
 		},
 	}
+	for _, f := range configure {
+		f(srv)
+	}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(n.Listener()) }()
-	return srv, func() {
+	return func() {
 		t.Helper()
 		require.NoError(t, srv.Shutdown(context.Background()))
 		assert.ErrorIs(t, <-served, http.ErrServerClosed)
@@ -67,7 +71,7 @@ func TestHTTPRoundTrip(t *testing.T) {
 	const delay, work = 10 * time.Millisecond, 5 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		n := New(addr)
-		_, stop := server(t, n, echoTag(work))
+		stop := server(t, n, echoTag(work))
 		tr := transport(n, DialOptions{Delay: constant(delay), Tag: "sender 1"})
 		c := &http.Client{Transport: tr}
 
@@ -99,13 +103,14 @@ func TestHTTPManyClients(t *testing.T) {
 	)
 	synctest.Test(t, func(t *testing.T) {
 		n := New(addr)
-		srv, stop := server(t, n, echoTag(work))
 		var conns atomic.Int64
-		srv.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
+		stop := server(t, n, echoTag(work), func(srv *http.Server) {
+			srv.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					conns.Add(1)
+				}
 			}
-		}
+		})
 		start := time.Now()
 		transports := make([]*http.Transport, clients)
 		var wg sync.WaitGroup
@@ -142,8 +147,7 @@ func TestHTTPServerClosesIdle(t *testing.T) {
 	const delay = 10 * time.Millisecond
 	synctest.Test(t, func(t *testing.T) {
 		n := New(addr)
-		srv, stop := server(t, n, echoTag(0))
-		srv.IdleTimeout = time.Second
+		stop := server(t, n, echoTag(0), func(srv *http.Server) { srv.IdleTimeout = time.Second })
 		tr := transport(n, DialOptions{Delay: constant(delay), Tag: "a"})
 		c := &http.Client{Transport: tr}
 		_, err := get(c)
@@ -164,7 +168,7 @@ func TestHTTPServerClosesIdle(t *testing.T) {
 func TestHTTPRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		n := New(addr)
-		_, stop := server(t, n, echoTag(0))
+		stop := server(t, n, echoTag(0))
 		n.SetRefusing(true)
 		tr := transport(n, DialOptions{Delay: constant(time.Millisecond)})
 		c := &http.Client{Transport: tr}
