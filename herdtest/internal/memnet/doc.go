@@ -20,9 +20,10 @@
 // after its peer closed is lost (a real peer would answer with a reset);
 // a Write after the peer's close arrived fails with EPIPE.
 //
-// A connection costs a few hundred bytes while idle: no goroutine, no
+// An idle connection costs under 1 KB, both ends: no goroutine, no
 // buffer kept once read, a timer made only when a Read has to wait for
-// a time. Locks are held only for short critical sections; everything
+// a time. Writes that arrive at the same instant share one record, so
+// that many small writes (gRPC's frames) are cheap. Locks are held only for short critical sections; everything
 // that waits, waits on a channel or a timer.
 //
 // A Network, and its connections, should be made and used inside one

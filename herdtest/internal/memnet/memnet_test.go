@@ -165,6 +165,37 @@ func TestWriteNeverBlocks(t *testing.T) {
 	})
 }
 
+func TestWritesArrivingTogetherShareARecord(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var delay time.Duration
+		client, server := pair(t, New(addr), DialOptions{Delay: func() time.Duration { return delay }})
+		records := func() int {
+			server.c.mu.Lock()
+			defer server.c.mu.Unlock()
+			return len(server.in.msgs)
+		}
+		for range 1000 {
+			_, err := client.Write([]byte("frame"))
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 1, records(), "written at one instant")
+
+		b := make([]byte, 5000)
+		k, err := server.Read(b)
+		require.NoError(t, err)
+		require.Equal(t, 5000, k)
+
+		// Sent later, with shorter delays: they wait for the first.
+		for _, d := range []time.Duration{30, 20, 10} {
+			delay = d * time.Millisecond
+			_, err := client.Write([]byte("x"))
+			require.NoError(t, err)
+			time.Sleep(5 * time.Millisecond)
+		}
+		assert.Equal(t, 1, records(), "arriving at one instant")
+	})
+}
+
 func TestAReaderThatLagsDoesNotGrowTheBuffer(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		client, server := pair(t, New(addr), DialOptions{Delay: constant(time.Millisecond)})
