@@ -78,6 +78,21 @@ type StrategySummary struct {
 	// the fleet's first (from ""), then each service's calls in file
 	// order.
 	Edges []EdgeFigures `json:"edges,omitempty"`
+	// Client, for a strategy played by the user's own client code
+	// (herdtest) rather than simulated, says so.
+	Client *ClientCode `json:"client,omitempty"`
+}
+
+// ClientCode describes a strategy played by the user's own client code.
+type ClientCode struct {
+	// Runner is what ran it: "herdtest".
+	Runner string `json:"runner"`
+	// Deterministic says whether its first run gave the same results
+	// twice: false for a client that draws randomness herdlab does not
+	// seed (math/rand's global source, the clock), whose figures are
+	// then worth their confidence intervals over several runs. Absent
+	// when not checked.
+	Deterministic *bool `json:"deterministic,omitempty"`
 }
 
 // The values of StrategySummary.Recovery.
