@@ -158,7 +158,7 @@ type Result struct {
 // does, to admit the attempts that reach the server at one instant in a
 // set order (sender, request, attempt), so that a client without
 // randomness of its own gives the same results for the same seed.
-func Run(t *testing.T, path string, clients Clients, opts Options) *Result {
+func Run(t testing.TB, path string, clients Clients, opts Options) *Result {
 	t.Helper()
 	sc, err := scenarios.Load(path)
 	if err != nil {
@@ -182,7 +182,7 @@ func Run(t *testing.T, path string, clients Clients, opts Options) *Result {
 }
 
 // run is Run without the file and the test's failures for the checks.
-func run(t *testing.T, sc *scenarios.Scenario, clients Clients, opts Options) (*Result, error) {
+func run(t testing.TB, sc *scenarios.Scenario, clients Clients, opts Options) (*Result, error) {
 	if len(clients) == 0 {
 		return nil, errors.New("no client under test")
 	}
@@ -287,15 +287,24 @@ func supported(sc *scenarios.Scenario) error {
 	return nil
 }
 
-// bubble runs client name's run r in a synctest bubble of its own.
-func bubble(t *testing.T, sc *scenarios.Scenario, name string, newClient Client, r int) (*results.Run, error) {
+// bubble runs client name's run r in a synctest bubble of its own, in a
+// subtest of t; for a benchmark (synctest.Test takes a *testing.T), in
+// a test of its own.
+func bubble(tb testing.TB, sc *scenarios.Scenario, name string, newClient Client, r int) (*results.Run, error) {
 	var out *results.Run
 	var err error
-	t.Run(fmt.Sprintf("%s/run%d", name, r), func(t *testing.T) {
+	test := func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			out, err = play(sc, name, newClient, r)
 		})
-	})
+	}
+	subtest := fmt.Sprintf("%s/run%d", name, r)
+	if t, ok := tb.(*testing.T); ok {
+		t.Run(subtest, test)
+	} else {
+		all := func(string, string) (bool, error) { return true, nil }
+		testing.RunTests(all, []testing.InternalTest{{Name: subtest, F: test}})
+	}
 	if out == nil && err == nil {
 		err = errors.New("the run failed (see the test's log)")
 	}

@@ -259,7 +259,7 @@ type Server struct {
 	rFault    *rand.Rand
 	lastID    uint64
 	http      *http.Server
-	ln        *serverListener
+	ln        Listener
 	served    chan struct{} // closed when http.Server.Serve returns
 	adminHTTP *http.Server
 	adminLn   net.Listener
@@ -512,7 +512,44 @@ func (s *Server) Start(addr string) error {
 		s.emit(ServerEvent{Kind: EventListenFailed, At: s.now(), Err: fmt.Errorf("cannot re-open %s after the refuse outage (retrying): %w", ln.addr, err)})
 	}
 	ln.onRestored = func() { s.emit(ServerEvent{Kind: EventListenRestored, At: s.now()}) }
-	hs := &http.Server{
+	s.serveOn(ln, s.httpServer())
+	return nil
+}
+
+// Listener is a listener the server can take down for a refuse outage
+// and put back up (SetUp): while it is down, new connections are
+// refused and Accept waits. Open counts the connections open now.
+// Start's TCP listener is one; herdtest's in-memory network is another.
+type Listener interface {
+	net.Listener
+	SetUp(up bool)
+	Open() int
+}
+
+// Serve serves on ln in the background, as Start does on the address
+// it binds: the scenario clock starts now, and ln is taken down for
+// each refuse outage. hs, when not nil, is the HTTP server to serve
+// with, whose Handler passes requests on to s.Handler(); nil means the
+// server's own settings. Serve fails when called twice, after Start, or
+// after Shutdown.
+func (s *Server) Serve(ln Listener, hs *http.Server) error {
+	s.mu.Lock()
+	if s.started || s.stopped {
+		s.mu.Unlock()
+		return errors.New("realhttp: Serve: the server has already been started or shut down")
+	}
+	s.started = true
+	s.mu.Unlock()
+	if hs == nil {
+		hs = s.httpServer()
+	}
+	s.serveOn(ln, hs)
+	return nil
+}
+
+// httpServer returns the HTTP server of Start.
+func (s *Server) httpServer() *http.Server {
+	return &http.Server{
 		Handler:           s.Handler(),
 		ReadHeaderTimeout: s.hdrTimeout, // the body's is set per request
 		// No WriteTimeout: each answer sets its own write deadline
@@ -521,6 +558,10 @@ func (s *Server) Start(addr string) error {
 		IdleTimeout:    serverIdleTimeout,
 		MaxHeaderBytes: serverMaxHeaderBytes,
 	}
+}
+
+// serveOn serves hs on ln in the background, from scenario time 0.
+func (s *Server) serveOn(ln Listener, hs *http.Server) {
 	s.mu.Lock()
 	s.http, s.ln = hs, ln
 	s.served = make(chan struct{})
@@ -531,7 +572,6 @@ func (s *Server) Start(addr string) error {
 		defer close(s.served)
 		_ = hs.Serve(ln) // ErrServerClosed after Shutdown; Accept errors are retried by net/http
 	}()
-	return nil
 }
 
 // StartAdmin binds addr for the admin listener, which serves
@@ -599,7 +639,7 @@ func (s *Server) Addr() string {
 	if s.ln == nil {
 		return ""
 	}
-	return s.ln.addr
+	return s.ln.Addr().String()
 }
 
 // URL returns http://host:port/, or "" before Start.
@@ -799,7 +839,7 @@ func (s *Server) Stats() ServerStats {
 	ln := s.ln
 	s.mu.Unlock()
 	if ln != nil {
-		st.Conns = ln.open()
+		st.Conns = ln.Open()
 	}
 	return st
 }
@@ -938,11 +978,11 @@ func (s *Server) tickLocked(gen int, restart bool) {
 		return
 	}
 	if listener == 0 {
-		ln.set(false)
+		ln.SetUp(false)
 		hs.SetKeepAlivesEnabled(false) // closes idle keep-alive connections
 	} else {
 		hs.SetKeepAlivesEnabled(true)
-		ln.set(true)
+		ln.SetUp(true)
 	}
 }
 

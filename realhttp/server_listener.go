@@ -60,8 +60,8 @@ func newServerListener(addr string, maxConns int) (*serverListener, error) {
 	}, nil
 }
 
-// open returns the connections open now.
-func (l *serverListener) open() int { return int(l.conns.Load()) }
+// Open returns the connections open now.
+func (l *serverListener) Open() int { return int(l.conns.Load()) }
 
 // Accept waits for a free connection slot, then for the next connection,
 // through any number of outages.
@@ -149,11 +149,11 @@ func (l *serverListener) Close() error {
 // Addr returns the listening address, the same through outages.
 func (l *serverListener) Addr() net.Addr { return l.netAddr }
 
-// set takes the listener down or puts it back up. Putting it up listens
+// SetUp takes the listener down or puts it back up. Putting it up listens
 // at once; if the address is taken, it says so (onFail) and tries again
 // every serverListenRetry in the background until it can (onRestored),
 // until it is taken down again, or until Close.
-func (l *serverListener) set(up bool) {
+func (l *serverListener) SetUp(up bool) {
 	l.mu.Lock()
 	if l.closed {
 		l.mu.Unlock()

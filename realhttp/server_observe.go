@@ -217,7 +217,7 @@ func newServerMetrics(s *Server) *serverMetrics {
 			if ln == nil {
 				return 0
 			}
-			return float64(ln.open())
+			return float64(ln.Open())
 		}))
 	gauge("in_flight", "Requests in service.", func(s *Server) int { return s.busy })
 	gauge("queue_depth", "Requests waiting for a slot.", func(s *Server) int { return s.qlen })
