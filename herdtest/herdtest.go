@@ -258,7 +258,8 @@ func withClients(sc *scenarios.Scenario, clients Clients, opts Options) *scenari
 	for _, name := range names {
 		if !slices.ContainsFunc(c.Strategies, func(st scenarios.Strategy) bool { return st.Name == name }) {
 			st := scenarios.NewStrategy(name)
-			st.Backoff.Kind = scenarios.BackoffNone // a placeholder: the client under test retries as it does
+			// A placeholder, valid: the client under test retries as it does.
+			st.Backoff.Kind, st.MaxAttempts = scenarios.BackoffNone, 1
 			c.Strategies = append(c.Strategies, st)
 		}
 	}
@@ -295,7 +296,7 @@ func bubble(tb testing.TB, sc *scenarios.Scenario, name string, newClient Client
 	var err error
 	test := func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			out, err = play(sc, name, newClient, r)
+			out, err = play(sc, name, newClient, r, t.Logf)
 		})
 	}
 	subtest := fmt.Sprintf("%s/run%d", name, r)

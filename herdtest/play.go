@@ -73,7 +73,7 @@ func (p *player) since() time.Duration { return time.Since(p.start) }
 
 // play is one run, inside the bubble: the server, the network, the
 // senders and their requests, until the horizon, then everything closed.
-func play(sc *scenarios.Scenario, name string, newClient Client, run int) (*results.Run, error) {
+func play(sc *scenarios.Scenario, name string, newClient Client, run int, logf func(string, ...any)) (*results.Run, error) {
 	seed := sim.RunSeed(sc.Seed, run)
 	p := &player{
 		sc:      sc,
@@ -144,14 +144,16 @@ func play(sc *scenarios.Scenario, name string, newClient Client, run int) (*resu
 		}
 		<-ctx.Done()
 		cancel()
-		err = p.wait(&wg)
+		err = p.wait(&wg, logf)
 		<-sampled
 	}
 	for i := len(p.cleanups) - 1; i >= 0; i-- {
 		p.cleanups[i]()
 	}
 	for _, t := range transports {
-		t.CloseIdleConnections()
+		if t != nil {
+			t.CloseIdleConnections()
+		}
 	}
 	shut, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
@@ -422,8 +424,12 @@ func (p *player) send(ctx context.Context, send Send, n int64, s int) {
 	}
 }
 
-// wait waits for every request to return after the horizon.
-func (p *player) wait(wg *sync.WaitGroup) error {
+// wait waits for every request to return after the horizon. One still
+// going stuckAfter later fails the run, and logf says so at once; wait
+// goes on waiting all the same, as a bubble cannot end with goroutines
+// in it: should they never return, synctest fails the test with their
+// stacks (a deadlock).
+func (p *player) wait(wg *sync.WaitGroup, logf func(string, ...any)) error {
 	done := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -435,8 +441,11 @@ func (p *player) wait(wg *sync.WaitGroup) error {
 	case <-done:
 		return nil
 	case <-t.C:
-		return fmt.Errorf("requests still going %s after the horizon, though their context ended then: Send must return when its context ends", stuckAfter)
 	}
+	err := fmt.Errorf("requests still going %s after the horizon, though their context ended then: Send must return when its context ends", stuckAfter)
+	logf("herdtest: %v", err)
+	<-done
+	return err
 }
 
 // finish counts what became of the requests, in request order (so that
