@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -87,6 +88,10 @@ type Backoff struct {
 	// ThrottleBase, for the kinds with a base, is the base of the waits
 	// after a 429 (on the same sequence); 0, the default, means base.
 	ThrottleBase time.Duration `yaml:"throttle_base"`
+	// Preset, instead of a kind, is a retry library's defaults by name
+	// (see Presets): its backoff, and, unless the strategy writes them,
+	// its attempt limit, elapsed limit and handling of Retry-After.
+	Preset string `yaml:"preset"`
 }
 
 // The backoff kinds.
@@ -120,7 +125,90 @@ func (b *Backoff) setDefaults() {
 }
 
 func (b *Backoff) checkKeys(written map[string]*yaml.Node, fail func(key, msg string)) {
-	checkKindKeys(b.Kind, backoffKeys, written, fail)
+	if _, ok := written["preset"]; !ok {
+		checkKindKeys(b.Kind, backoffKeys, written, fail)
+		return
+	}
+	p, ok := Presets[b.Preset]
+	if !ok {
+		return // Validate says so
+	}
+	for key := range written {
+		if key != "preset" {
+			fail(key, fmt.Sprintf("a preset is the library's whole backoff: leave %s out, or write the backoff without the preset", key))
+		}
+	}
+	name := b.Preset
+	*b = p.Backoff
+	b.Preset = name
+}
+
+// checkKeys gives a strategy whose backoff is a preset the library's
+// limits and Retry-After handling, where the file does not write them.
+func (s *Strategy) checkKeys(written map[string]*yaml.Node, _ func(key, msg string)) {
+	p, ok := Presets[s.Backoff.Preset]
+	if !ok {
+		return
+	}
+	if _, ok := written["max_attempts"]; !ok {
+		s.MaxAttempts = p.MaxAttempts
+	}
+	if _, ok := written["max_elapsed"]; !ok {
+		s.MaxElapsed = p.MaxElapsed
+	}
+	if _, ok := written["retry_after"]; !ok {
+		s.RetryAfter.Mode = p.RetryAfter
+	}
+}
+
+// Preset is a retry library's defaults as a strategy: the backoff, the
+// attempt and elapsed limits (0: none), the Retry-After mode, and where
+// each is read from in the library.
+type Preset struct {
+	Backoff     Backoff
+	MaxAttempts int
+	MaxElapsed  time.Duration
+	RetryAfter  string
+	// Library names the library and version the preset was read from;
+	// Source says where in it.
+	Library, Source string
+}
+
+// Presets are the retry libraries whose defaults a strategy can name
+// (backoff: {preset: NAME}). Each is checked against the library itself,
+// run through herdtest on the same scenario (examples/clients).
+var Presets = map[string]Preset{
+	// retryablehttp.NewClient(): DefaultBackoff waits RetryWaitMin x
+	// 2^n capped at RetryWaitMax (1 s, 30 s), without jitter, and
+	// honours Retry-After on a 429 or 503; RetryMax 4 retries.
+	"go-retryablehttp": {
+		Backoff:     Backoff{Kind: BackoffExponential, Base: time.Second, Cap: 30 * time.Second, Multiplier: 2},
+		MaxAttempts: 5,
+		RetryAfter:  strategies.RetryAfterHonor.String(),
+		Library:     "github.com/hashicorp/go-retryablehttp v0.7.8",
+		Source:      "client.go: defaultRetryWaitMin, defaultRetryWaitMax, defaultRetryMax, DefaultBackoff",
+	},
+	// backoff.Retry with backoff.NewExponentialBackOff(): 500 ms x 1.5^n
+	// capped at 60 s, each wait moved by up to half of itself at random;
+	// retries for 15 minutes (DefaultMaxElapsedTime), as many times as
+	// fit; a Retry-After is the operation's to return, not read.
+	"cenkalti-backoff": {
+		Backoff:    Backoff{Kind: BackoffProportionalJitter, Base: 500 * time.Millisecond, Cap: time.Minute, Multiplier: 1.5, Jitter: 0.5},
+		MaxElapsed: 15 * time.Minute,
+		RetryAfter: strategies.RetryAfterIgnore.String(),
+		Library:    "github.com/cenkalti/backoff/v5 v5.0.3",
+		Source:     "exponential.go: DefaultInitialInterval, DefaultRandomizationFactor, DefaultMultiplier, DefaultMaxInterval; retry.go: DefaultMaxElapsedTime",
+	},
+	// failsafehttp.NewRetryPolicyBuilder().Build(): 2 retries
+	// (defaultMaxRetries) of failed requests and 429/5xx answers, at once
+	// (no delay), or after the answer's Retry-After.
+	"failsafe-go": {
+		Backoff:     Backoff{Kind: BackoffNone},
+		MaxAttempts: 3,
+		RetryAfter:  strategies.RetryAfterHonor.String(),
+		Library:     "github.com/failsafe-go/failsafe-go v0.9.8",
+		Source:      "retrypolicy/retry.go: defaultMaxRetries; failsafehttp/policy.go: NewRetryPolicyBuilder, DelayFunc",
+	},
 }
 
 // Policy returns the strategies.Backoff that b describes. b must be valid.

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -446,6 +447,10 @@ func (t *Throttle) validate(p *problems, path string) {
 }
 
 func (b *Backoff) validate(p *problems, path string) {
+	if _, ok := Presets[b.Preset]; b.Preset != "" && !ok {
+		p.add(path+".preset", "unknown preset %q (want one of %s)", b.Preset, strings.Join(slices.Sorted(maps.Keys(Presets)), ", "))
+		return
+	}
 	kinds := make([]string, 0, len(backoffKeys))
 	for k := range backoffKeys {
 		kinds = append(kinds, k)
