@@ -45,6 +45,30 @@ func loop(attempts int, wait, timeout time.Duration) Client {
 	}
 }
 
+// exponentialLoop is a hand-written loop with go-retryablehttp's default
+// waits: up to attempts tries, base x 2^n apart capped at most, without
+// jitter or a timeout of its own.
+func exponentialLoop(n Net, attempts int, base, most time.Duration) (Send, error) {
+	c := &http.Client{Transport: n.Transport}
+	return func(ctx context.Context, r Request) error {
+		var err error
+		wait := base
+		for i := range attempts {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
+			if err = Response(c.Do(req)); err == nil || ctx.Err() != nil || i == attempts-1 {
+				return err
+			}
+			select {
+			case <-time.After(wait):
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			wait = min(2*wait, most)
+		}
+		return err
+	}, nil
+}
+
 func TestAHandWrittenLoop(t *testing.T) {
 	res := Run(t, "testdata/outage.yaml", Clients{"hand-loop": loop(30, time.Second, 5*time.Second)}, Options{NoChecks: true})
 	require.Len(t, res.Summary.Strategies, 3)
