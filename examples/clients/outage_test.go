@@ -101,11 +101,28 @@ func TestOutage(t *testing.T) {
 				// reconnecting) is not an attempt.
 				assert.Zero(t, st.PeakLoad)
 				// While the server is down, what it sees are the
-				// channel's connection attempts: its first reconnect,
+				// channels' connection attempts: the first reconnect,
 				// 1 s after the first refusal, has no jitter, and the
 				// whole fleet dials again within one second.
 				assert.GreaterOrEqual(t, st.PeakLoadOverall, 0.95*st.Requests)
 				assert.Greater(t, st.Attempts, 5*st.Requests)
+			},
+		},
+		{
+			name:   "grpc-go-wait-for-ready",
+			client: grpcWaitForReady,
+			check: func(t *testing.T, st, _ results.StrategySummary, capacity float64) {
+				// The calls wait out the outage...
+				assert.GreaterOrEqual(t, st.DeliveredRatio, 0.99)
+				assert.Zero(t, st.DeadLetteredInOutage)
+				// ...and come back as the channels reconnect, 40 to 48 s
+				// in: spread by the connection backoff's jitter, a herd
+				// of about twice the capacity, not the whole fleet at
+				// once.
+				require.NotNil(t, st.PeakLoadRatio)
+				assert.GreaterOrEqual(t, *st.PeakLoadRatio, 1.3)
+				assert.LessOrEqual(t, *st.PeakLoadRatio, 4.0)
+				assert.GreaterOrEqual(t, st.PeakAtS, 38.0)
 			},
 		},
 		{
