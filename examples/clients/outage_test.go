@@ -10,17 +10,18 @@ import (
 	"github.com/zeontools/herdlab/results"
 )
 
-// outage is what TestOutage checks of one client's figures, st, beside
-// the summary of all (sim for its simulated model): got reads a
-// strategy's figures by name.
+// outage is one client of TestOutage and what it checks of its figures.
 type outage struct {
 	name   string
 	client herdtest.Client
 	// deterministic is whether two runs of one seed agree: false for a
 	// library drawing its jitter from math/rand's global source.
 	deterministic bool
-	check         func(t *testing.T, st, model results.StrategySummary, capacity float64)
-	// model is the simulated strategy of the same shape, if any.
+	// check checks the client's figures, st, beside those of its model
+	// (the zero value without one); capacity is how many attempts the
+	// server serves in one bucket (1 s).
+	check func(t *testing.T, st, model results.StrategySummary, capacity float64)
+	// model is the file's simulated strategy of the same shape, if any.
 	model string
 }
 
