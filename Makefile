@@ -22,10 +22,14 @@ build:
 # The WebAssembly test (web/wasm) and the browser tests (web: a headless
 # Chromium against herdlab ui and the static site) keep a core busy for a
 # minute: they run in the second, sequential step, not beside the
-# timing-sensitive real-HTTP tests of the first.
+# timing-sensitive real-HTTP tests of the first. Last, the examples
+# module (examples/clients, a module of its own so that herdlab does not
+# depend on the retry libraries it runs through herdtest): its tests.
 test: lint
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /web/wasm)
 	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm ./web
+	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
+	cd examples/clients && $(GO) test -count=1 -timeout 5m ./...
 
 # ui: the lab in the browser, at http://127.0.0.1:8090/ (herdlab ui).
 ui: build
