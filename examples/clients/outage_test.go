@@ -184,8 +184,11 @@ func figures(st results.StrategySummary, det map[string]bool) string {
 		ratio = *st.PeakLoadRatio
 	}
 	d := "simulated"
+	if st.Client != nil {
+		d = "client code"
+	}
 	if v, ok := det[st.Name]; ok {
-		d = fmt.Sprintf("deterministic %v", v)
+		d = fmt.Sprintf("client code, deterministic %v", v)
 	}
 	return fmt.Sprintf("%-22s delivered %5.1f%%  attempts %5.0f (%5.2fx)  peak after outage %4.0f (%5.2fx capacity) at %2.0fs  peak overall %4.0f  given up in outage %4.0f  %s",
 		st.Name, 100*st.DeliveredRatio, st.Attempts, st.Amplification, st.PeakLoad, ratio, st.PeakAtS, st.PeakLoadOverall, st.DeadLetteredInOutage, d)
