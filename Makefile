@@ -79,9 +79,10 @@ demo: build
 	./$(BIN) run $(SCENARIO)
 
 # docs: regenerate the charts the README shows (commit them after a look):
-# the default scenario's load and recovery, and the metastable scenario's
-# phase diagram (3 runs a point, about 25 s on 2 cores).
-DOCS_IMAGES := load.png recovery.png phase-immediate.png phase-equal-jitter-10s.png
+# the default scenario's load and recovery, the metastable scenario's
+# phase diagram (3 runs a point, about 25 s on 2 cores), and go-retryablehttp
+# through herdtest (examples/clients).
+DOCS_IMAGES := load.png recovery.png phase-immediate.png phase-equal-jitter-10s.png herdtest-retryablehttp.png
 docs: build
 	$(MAKE) --no-print-directory docs-into DOCS_DIR=docs
 
@@ -94,6 +95,7 @@ docs-into:
 	cp out/docs/load.png out/docs/recovery.png $(DOCS_DIR)/
 	cp out/docs-phase/heatmap-immediate.png $(DOCS_DIR)/phase-immediate.png
 	cp out/docs-phase/heatmap-equal-jitter-10s.png $(DOCS_DIR)/phase-equal-jitter-10s.png
+	cd examples/clients && $(GO) test -count=1 -run '^TestREADMEChart$$' . -args -docs $(abspath $(DOCS_DIR))
 
 # docs-check: fail when the committed charts are not what make docs draws
 # now (run make docs, look, commit).
