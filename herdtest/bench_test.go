@@ -19,7 +19,7 @@ func BenchmarkTenThousandSenders(b *testing.B) {
 }
 
 func benchSenders(b *testing.B, file string, senders int) {
-	client := func(n Net) (Send, error) { return exponentialLoop(n, 5, time.Second, 30*time.Second) }
+	client := exponentialLoop(5, time.Second, 30*time.Second)
 	var attempts float64
 	var cpu time.Duration
 	var peak uint64

@@ -19,23 +19,20 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// loop is a hand-written retry loop: up to attempts tries, wait apart,
-// each with a timeout.
-func loop(attempts int, wait, timeout time.Duration) Client {
+// retryLoop is a hand-written retry loop: up to attempts tries, each
+// with timeout (0: none), wait(k) before retry k (from 0).
+func retryLoop(attempts int, timeout time.Duration, wait func(k int) time.Duration) Client {
 	return func(n Net) (Send, error) {
-		c := &http.Client{Transport: n.Transport}
+		c := &http.Client{Transport: n.Transport, Timeout: timeout}
 		return func(ctx context.Context, r Request) error {
 			var err error
-			for range attempts {
-				actx, cancel := context.WithTimeout(ctx, timeout)
-				req, _ := http.NewRequestWithContext(actx, http.MethodPost, n.URL, nil)
-				err = Response(c.Do(req))
-				cancel()
-				if err == nil || ctx.Err() != nil {
+			for k := range attempts {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
+				if err = Response(c.Do(req)); err == nil || ctx.Err() != nil || k == attempts-1 {
 					return err
 				}
 				select {
-				case <-time.After(wait):
+				case <-time.After(wait(k)):
 				case <-ctx.Done():
 					return ctx.Err()
 				}
@@ -45,28 +42,15 @@ func loop(attempts int, wait, timeout time.Duration) Client {
 	}
 }
 
-// exponentialLoop is a hand-written loop with go-retryablehttp's default
-// waits: up to attempts tries, base x 2^n apart capped at most, without
-// jitter or a timeout of its own.
-func exponentialLoop(n Net, attempts int, base, most time.Duration) (Send, error) {
-	c := &http.Client{Transport: n.Transport}
-	return func(ctx context.Context, r Request) error {
-		var err error
-		wait := base
-		for i := range attempts {
-			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-			if err = Response(c.Do(req)); err == nil || ctx.Err() != nil || i == attempts-1 {
-				return err
-			}
-			select {
-			case <-time.After(wait):
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			wait = min(2*wait, most)
-		}
-		return err
-	}, nil
+// loop retries every wait.
+func loop(attempts int, wait, timeout time.Duration) Client {
+	return retryLoop(attempts, timeout, func(int) time.Duration { return wait })
+}
+
+// exponentialLoop has go-retryablehttp's default waits: base x 2^k
+// capped at most, without jitter or a timeout of its own.
+func exponentialLoop(attempts int, base, most time.Duration) Client {
+	return retryLoop(attempts, 0, func(k int) time.Duration { return min(base<<k, most) })
 }
 
 func TestAHandWrittenLoop(t *testing.T) {
@@ -134,24 +118,7 @@ func TestTheSameSeedWritesTheSameBytes(t *testing.T) {
 // math/rand's global source cannot be seeded; the repeated first run
 // tells, and the summary says so.
 func TestRandomnessOfItsOwnIsReported(t *testing.T) {
-	jittered := func(n Net) (Send, error) {
-		c := &http.Client{Transport: n.Transport}
-		return func(ctx context.Context, r Request) error {
-			var err error
-			for range 30 {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-				if err = Response(c.Do(req)); err == nil || ctx.Err() != nil {
-					return err
-				}
-				select {
-				case <-time.After(time.Duration(rand.Int64N(int64(2 * time.Second)))):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return err
-		}, nil
-	}
+	jittered := retryLoop(30, 0, func(int) time.Duration { return time.Duration(rand.Int64N(int64(2 * time.Second))) })
 	res := Run(t, "testdata/outage.yaml", Clients{"global-rand": jittered}, Options{NoChecks: true, Only: true})
 	assert.False(t, res.Deterministic["global-rand"])
 	require.NotNil(t, res.Summary.Strategies[0].Client.Deterministic)
@@ -164,27 +131,11 @@ func TestRandomnessOfItsOwnIsReported(t *testing.T) {
 // scenario's latency, drawn per connection, sets them apart as a real
 // network would.
 func TestClockSeededJitterNeedsTheNetwork(t *testing.T) {
-	clockJitter := func(n Net) (Send, error) {
-		c := &http.Client{Transport: n.Transport}
-		return func(ctx context.Context, r Request) error {
-			var err error
-			for range 30 {
-				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-				if err = Response(c.Do(req)); err == nil || ctx.Err() != nil {
-					return err
-				}
-				// As LinearJitterBackoff does: a source seeded by the clock.
-				jitter := rand.New(rand.NewPCG(uint64(time.Now().Nanosecond()), 0)).Int64N(int64(time.Second))
-				wait := time.Second + time.Duration(jitter)
-				select {
-				case <-time.After(wait):
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			return err
-		}, nil
-	}
+	clockJitter := retryLoop(30, 0, func(int) time.Duration {
+		// As LinearJitterBackoff does: a source seeded by the clock.
+		jitter := rand.New(rand.NewPCG(uint64(time.Now().Nanosecond()), 0)).Int64N(int64(time.Second))
+		return time.Second + time.Duration(jitter)
+	})
 	peak := func(file string) float64 {
 		res := Run(t, file, Clients{"clock": clockJitter}, Options{NoChecks: true, Only: true, NoRepeat: true})
 		return res.Summary.Strategies[0].PeakLoad

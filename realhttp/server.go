@@ -496,14 +496,9 @@ func (s *Server) Start(addr string) error {
 	if err != nil {
 		return fmt.Errorf("realhttp: Start: %w", err)
 	}
-	s.mu.Lock()
-	if s.started || s.stopped {
-		s.mu.Unlock()
-		return errors.New("realhttp: Start: the server has already been started or shut down")
+	if err := s.claim("Start"); err != nil {
+		return err
 	}
-	s.started = true
-	s.mu.Unlock()
-
 	ln, err := newServerListener(addr, s.maxConns)
 	if err != nil {
 		return fmt.Errorf("realhttp: Start: %w", err)
@@ -533,17 +528,25 @@ type Listener interface {
 // server's own settings. Serve fails when called twice, after Start, or
 // after Shutdown.
 func (s *Server) Serve(ln Listener, hs *http.Server) error {
-	s.mu.Lock()
-	if s.started || s.stopped {
-		s.mu.Unlock()
-		return errors.New("realhttp: Serve: the server has already been started or shut down")
+	if err := s.claim("Serve"); err != nil {
+		return err
 	}
-	s.started = true
-	s.mu.Unlock()
 	if hs == nil {
 		hs = s.httpServer()
 	}
 	s.serveOn(ln, hs)
+	return nil
+}
+
+// claim marks the server started, and fails (naming the method that
+// asks) when it was started or shut down already.
+func (s *Server) claim(method string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.started || s.stopped {
+		return fmt.Errorf("realhttp: %s: the server has already been started or shut down", method)
+	}
+	s.started = true
 	return nil
 }
 

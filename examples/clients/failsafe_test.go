@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
+	"github.com/failsafe-go/failsafe-go/retrypolicy"
 	"github.com/zeontools/herdlab/herdtest"
 )
 
@@ -14,12 +15,20 @@ import (
 // exponential backoff of 1 s doubling to 30 s, each wait jittered by
 // +-50%, and up to 10 retries, as a round tripper around the sender's
 // transport. Its jitter draws from math/rand's global source.
-func failsafeGo(n herdtest.Net) (herdtest.Send, error) {
-	policy := failsafehttp.NewRetryPolicyBuilder().
-		WithBackoff(time.Second, 30*time.Second).
-		WithJitterFactor(0.5).
-		WithMaxRetries(10).
-		Build()
+var failsafeGo = failsafe(failsafehttp.NewRetryPolicyBuilder().
+	WithBackoff(time.Second, 30*time.Second).
+	WithJitterFactor(0.5).
+	WithMaxRetries(10).
+	Build())
+
+// failsafe sends through failsafehttp's round tripper with policy (a
+// policy is immutable: the senders share it, each with a client of its
+// own around its transport).
+func failsafe(policy retrypolicy.RetryPolicy[*http.Response]) herdtest.Client {
+	return func(n herdtest.Net) (herdtest.Send, error) { return failsafeSend(n, policy) }
+}
+
+func failsafeSend(n herdtest.Net, policy retrypolicy.RetryPolicy[*http.Response]) (herdtest.Send, error) {
 	// The base round tripper must be n.Transport. failsafehttp takes a
 	// nil one for http.DefaultTransport, which was made outside the
 	// synctest bubble and dials the real network: herdtest would fail the

@@ -1,11 +1,8 @@
 package clients
 
 import (
-	"context"
-	"net/http"
 	"testing"
 
-	"github.com/cenkalti/backoff/v5"
 	"github.com/failsafe-go/failsafe-go/failsafehttp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -65,29 +62,8 @@ func TestPresetsAreTheLibraries(t *testing.T) {
 
 // cenkaltiDefaults is backoff.Retry with its defaults: the
 // ExponentialBackOff as it comes and 15 minutes in all.
-func cenkaltiDefaults(n herdtest.Net) (herdtest.Send, error) {
-	c := &http.Client{Transport: n.Transport}
-	return func(ctx context.Context, r herdtest.Request) error {
-		_, err := backoff.Retry(ctx, func() (struct{}, error) {
-			req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-			if err != nil {
-				return struct{}{}, backoff.Permanent(err)
-			}
-			return struct{}{}, herdtest.Response(c.Do(req))
-		}, backoff.WithBackOff(backoff.NewExponentialBackOff()))
-		return err
-	}, nil
-}
+var cenkaltiDefaults = cenkalti()
 
 // failsafeDefaults is failsafe-go's HTTP retry policy as it comes: two
 // retries, at once unless a Retry-After says when.
-func failsafeDefaults(n herdtest.Net) (herdtest.Send, error) {
-	c := &http.Client{Transport: failsafehttp.NewRoundTripper(n.Transport, failsafehttp.NewRetryPolicyBuilder().Build())}
-	return func(ctx context.Context, r herdtest.Request) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-		if err != nil {
-			return err
-		}
-		return herdtest.Response(c.Do(req))
-	}, nil
-}
+var failsafeDefaults = failsafe(failsafehttp.NewRetryPolicyBuilder().Build())

@@ -16,7 +16,12 @@ import (
 // retries at the same instants (1, 3, 7 and 15 s), all within the 30 s
 // outage.
 func retryablehttpDefaults(n herdtest.Net) (herdtest.Send, error) {
-	c := retryablehttp.NewClient()
+	return retryablehttpSend(n, retryablehttp.NewClient())
+}
+
+// retryablehttpSend sends with c, a go-retryablehttp client, through the
+// sender's transport.
+func retryablehttpSend(n herdtest.Net, c *retryablehttp.Client) (herdtest.Send, error) {
 	c.HTTPClient.Transport = n.Transport // the sender's way to the scenario's server
 	c.Logger = nil                       // one line per attempt of 1,000 clients is noise
 	return func(ctx context.Context, r herdtest.Request) error {
@@ -35,19 +40,11 @@ func retryablehttpDefaults(n herdtest.Net) (herdtest.Send, error) {
 // LinearJitterBackoff seeds a new generator from the clock at each call.
 func retryablehttpJitter(n herdtest.Net) (herdtest.Send, error) {
 	c := retryablehttp.NewClient()
-	c.HTTPClient.Transport = n.Transport
-	c.Logger = nil
 	c.RetryMax = 15
 	c.RetryWaitMin = time.Second
 	c.RetryWaitMax = 30 * time.Second
 	c.Backoff = fullJitter(rand.New(rand.NewPCG(n.Seed, 0)))
-	return func(ctx context.Context, r herdtest.Request) error {
-		req, err := retryablehttp.NewRequestWithContext(ctx, http.MethodPost, n.URL, nil)
-		if err != nil {
-			return err
-		}
-		return herdtest.Response(c.Do(req))
-	}, nil
+	return retryablehttpSend(n, c)
 }
 
 // fullJitter is a retryablehttp.Backoff waiting U(0, min(max, min *
