@@ -65,6 +65,9 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 	if s.Runs > 1 {
 		bw.WriteString("\nFigures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).\n")
 	}
+	if note := clientNote(s); note != "" {
+		bw.WriteString("\n" + note + "\n")
+	}
 	writeCharts(bw, images)
 	files := "summary.json, summary.csv, timeseries.csv"
 	if serviceRows(s) != nil {
@@ -72,6 +75,39 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 	}
 	bw.WriteString("\nFiles: " + files + ", report.html.\n")
 	return bw.Flush()
+}
+
+// clientNote says which strategies were played by the user's own client
+// code (herdtest) rather than simulated, and whether each gave the same
+// results twice for one seed; "" when none was.
+func clientNote(s *Summary) string {
+	var same, differ, unchecked []string
+	for _, st := range s.Strategies {
+		switch c := st.Client; {
+		case c == nil:
+		case c.Deterministic == nil:
+			unchecked = append(unchecked, st.Name)
+		case *c.Deterministic:
+			same = append(same, st.Name)
+		default:
+			differ = append(differ, st.Name)
+		}
+	}
+	var parts []string
+	if len(same) > 0 {
+		parts = append(parts, strings.Join(same, ", ")+" gave the same results twice for one seed")
+	}
+	if len(differ) > 0 {
+		parts = append(parts, strings.Join(differ, ", ")+" did not: it draws randomness herdlab does not seed (math/rand's global source, the clock), and its figures vary from run to run: read them over several runs, with their confidence intervals")
+	}
+	if len(unchecked) > 0 {
+		parts = append(parts, strings.Join(unchecked, ", ")+" was not checked for it")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	n := len(same) + len(differ) + len(unchecked)
+	return fmt.Sprintf("Played by your own client code through herdtest, not simulated (%d strategies): %s.", n, strings.Join(parts, "; "))
 }
 
 // writeTable writes rows as a Markdown table, the first row the header.
@@ -132,6 +168,7 @@ figcaption { color: #555; font-size: 0.9em; }
 {{range slice . 1}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table>{{end}}
 {{if gt .S.Runs 1}}<p>Figures are means over the runs; summary.json holds their 95% confidence half-widths (ci95).</p>{{end}}
+{{with .Client}}<p>{{.}}</p>{{end}}
 {{if or .Images .Live}}<h2>Charts</h2>{{end}}
 {{with .Live}}<style>{{.Style}}</style>
 <div id="herdlab-charts"></div>
@@ -178,9 +215,10 @@ func WriteHTML(w io.Writer, s *Summary, images []Image, live *Interactive) error
 		Takeaways []string
 		Rows      [][]string
 		Services  [][]string
+		Client    string
 		Live      *component
 		Images    []img
-	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s), Services: serviceRows(s)}
+	}{S: s, Header: header(s), Takeaways: Takeaways(s), Rows: tableRows(s), Services: serviceRows(s), Client: clientNote(s)}
 	if live != nil {
 		// The script is inlined as is: it must not end its element early.
 		script := strings.ReplaceAll(live.Script, "</script", `<\/script`)

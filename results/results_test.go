@@ -565,3 +565,25 @@ func TestPercentNeverRoundsToAllOrNone(t *testing.T) {
 	assert.Contains(t, rows[1], "99,997 (99.997%)")
 	assert.Equal(t, "p99 latency (delivered only)", rows[0][len(rows[0])-1])
 }
+
+// TestTheReportSaysWhichStrategiesAreClientCode: strategies played by
+// herdtest are named in report.md and report.html, with whether their
+// runs are reproducible; a report of simulated strategies says nothing.
+func TestTheReportSaysWhichStrategiesAreClientCode(t *testing.T) {
+	yes, no := true, false
+	s := &Summary{Scenario: "s", Runs: 1, Strategies: []StrategySummary{
+		{Name: "simulated"},
+		{Name: "retryablehttp", Client: &ClientCode{Runner: "herdtest", Deterministic: &yes}},
+		{Name: "cenkalti", Client: &ClientCode{Runner: "herdtest", Deterministic: &no}},
+	}}
+	var md, html strings.Builder
+	require.NoError(t, WriteReport(&md, s, nil))
+	require.NoError(t, WriteHTML(&html, s, nil, nil))
+	for _, out := range []string{md.String(), html.String()} {
+		assert.Contains(t, out, "Played by your own client code through herdtest, not simulated (2 strategies): retryablehttp gave the same results twice for one seed; cenkalti did not: it draws randomness herdlab does not seed")
+	}
+	s.Strategies = s.Strategies[:1]
+	md.Reset()
+	require.NoError(t, WriteReport(&md, s, nil))
+	assert.NotContains(t, md.String(), "client code")
+}
