@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -216,11 +217,24 @@ func (gs *graphServer) dial(ctx context.Context, _, addr string) (net.Conn, erro
 		}
 	}
 	now := p.since()
-	if slices.ContainsFunc(n.refuse, func(o scenarios.Outage) bool { return now >= o.Start && now < o.End() }) {
+	refused := slices.ContainsFunc(n.refuse, func(o scenarios.Outage) bool { return now >= o.Start && now < o.End() })
+	if refused {
 		if delay != nil {
 			time.Sleep(delay() + delay()) // the SYN there, the RST back
 		}
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: n.net.Listener().Addr(), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	}
+	if delay != nil {
+		// The connect is free, as over the warm pool a service keeps to
+		// another: an attempt takes one delay each way, as simulated.
+		var legs atomic.Int32
+		draw := delay
+		delay = func() time.Duration {
+			if legs.Add(1) <= 2 {
+				return 0
+			}
+			return draw()
+		}
 	}
 	return n.net.Dial(ctx, memnet.DialOptions{Delay: delay, Tag: -1})
 }

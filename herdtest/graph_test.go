@@ -28,23 +28,34 @@ func graphService(t *testing.T, st results.StrategySummary, name string) results
 
 // TestAGraphAgreesWithTheSimulation runs a hand-written loop that
 // retries as the file's fixed-1s strategy does against a graph of
-// services (a front of 2 replicas whose call to a backend, refusing
-// connections for 5 s, retries 3 times), and compares it with the
-// simulation of that strategy: the attempts at the front and at the
-// backend, and the requests delivered.
+// services (a front whose call to a backend, refusing connections for
+// 5 s, retries 3 times), and compares it with the simulation of that
+// strategy: the attempts at the front and at the backend, the requests
+// delivered and their median latency. The front has 2 replicas behind
+// its balancer, or one that refuses the clients' connections for 3 s.
 func TestAGraphAgreesWithTheSimulation(t *testing.T) {
-	res := Run(t, "testdata/graph.yaml", Clients{"hand-loop": loop(10, time.Second, 3*time.Second)}, Options{NoChecks: true, NoRepeat: true})
-	sim, real := res.Summary.Strategies[0], res.Summary.Strategies[1]
-	require.Equal(t, "fixed-1s", sim.Name)
-	require.Equal(t, "hand-loop", real.Name)
-	for _, st := range []results.StrategySummary{sim, real} {
-		t.Logf("%s: delivered %v attempts %v front %v backend %v", st.Name, st.Delivered, st.Attempts,
-			graphService(t, st, "front").Attempts, graphService(t, st, "backend").Attempts)
+	b, err := os.ReadFile("testdata/graph.yaml")
+	require.NoError(t, err)
+	refusing := filepath.Join(t.TempDir(), "front-refuses.yaml")
+	src := strings.Replace(string(b), "    replicas: 2\n", "    outages: [{start: 0s, duration: 3s, mode: refuse}]\n", 1)
+	require.NoError(t, os.WriteFile(refusing, []byte(src), 0o644))
+	for _, file := range []string{"testdata/graph.yaml", refusing} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			res := Run(t, file, Clients{"hand-loop": loop(10, time.Second, 3*time.Second)}, Options{NoChecks: true, NoRepeat: true})
+			sim, real := res.Summary.Strategies[0], res.Summary.Strategies[1]
+			require.Equal(t, "fixed-1s", sim.Name)
+			require.Equal(t, "hand-loop", real.Name)
+			for _, st := range []results.StrategySummary{sim, real} {
+				t.Logf("%s: delivered %v attempts %v front %v backend %v, median latency %.3fs", st.Name, st.Delivered, st.Attempts,
+					graphService(t, st, "front").Attempts, graphService(t, st, "backend").Attempts, st.LatencyS.P50)
+			}
+			assert.InEpsilon(t, sim.Delivered, real.Delivered, 0.02, "delivered")
+			assert.InEpsilon(t, sim.Attempts, real.Attempts, 0.03, "attempts")
+			assert.InEpsilon(t, graphService(t, sim, "front").Attempts, graphService(t, real, "front").Attempts, 0.03, "attempts at the front")
+			assert.InEpsilon(t, graphService(t, sim, "backend").Attempts, graphService(t, real, "backend").Attempts, 0.03, "attempts at the backend")
+			assert.InEpsilon(t, sim.LatencyS.P50, real.LatencyS.P50, 0.03, "median latency")
+		})
 	}
-	assert.InEpsilon(t, sim.Delivered, real.Delivered, 0.02, "delivered")
-	assert.InEpsilon(t, sim.Attempts, real.Attempts, 0.03, "attempts")
-	assert.InEpsilon(t, graphService(t, sim, "front").Attempts, graphService(t, real, "front").Attempts, 0.03, "attempts at the front")
-	assert.InEpsilon(t, graphService(t, sim, "backend").Attempts, graphService(t, real, "backend").Attempts, 0.03, "attempts at the backend")
 }
 
 // TestAGraphWritesTheSameBytes runs a deterministic client against the
