@@ -58,35 +58,40 @@ func TestAGraphAgreesWithTheSimulation(t *testing.T) {
 	}
 }
 
-// TestAGraphWritesTheSameBytes runs a deterministic client against the
+// TestAGraphWritesTheSameBytes runs a deterministic client against a
 // graph twice, at GOMAXPROCS 1 and 2, and compares the output folders
 // byte for byte, services.csv with them: the graph's own steps (the
-// balancer's picks, the calls' retries and the breakers' draws) wait
-// for their turns as the fleet's attempts do.
+// balancers' picks, the calls' draws, retries, hedges and budgets, the
+// cache) wait for their turns as the clients' attempts do. Without
+// them, the files differ.
 func TestAGraphWritesTheSameBytes(t *testing.T) {
-	var outs []string
-	for _, procs := range []int{1, 2, 2} {
-		prev := runtime.GOMAXPROCS(procs)
-		out := filepath.Join(t.TempDir(), "out")
-		res := Run(t, "testdata/graph-burst.yaml", Clients{"hand-loop": loop(10, time.Second, 3*time.Second)}, Options{Out: out, NoChecks: true, Only: true})
-		runtime.GOMAXPROCS(prev)
-		assert.True(t, res.Deterministic["hand-loop"], "GOMAXPROCS %d", procs)
-		outs = append(outs, out)
-	}
-	for _, out := range outs[1:] {
-		for _, name := range []string{"summary.json", "timeseries.csv", "services.csv"} {
-			want, err := os.ReadFile(filepath.Join(outs[0], name))
-			require.NoError(t, err)
-			got, err := os.ReadFile(filepath.Join(out, name))
-			require.NoError(t, err)
-			if line, differ := firstDiff(string(want), string(got)); differ {
-				t.Errorf("%s differs from line %d", name, line)
+	for _, file := range []string{"testdata/graph-burst.yaml", "testdata/graph-features.yaml"} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			var outs []string
+			for _, procs := range []int{1, 2, 2} {
+				prev := runtime.GOMAXPROCS(procs)
+				out := filepath.Join(t.TempDir(), "out")
+				res := Run(t, file, Clients{"hand-loop": loop(10, time.Second, 3*time.Second)}, Options{Out: out, NoChecks: true, Only: true})
+				runtime.GOMAXPROCS(prev)
+				assert.True(t, res.Deterministic["hand-loop"], "GOMAXPROCS %d", procs)
+				outs = append(outs, out)
 			}
-		}
+			for _, out := range outs[1:] {
+				for _, name := range []string{"summary.json", "timeseries.csv", "services.csv"} {
+					want, err := os.ReadFile(filepath.Join(outs[0], name))
+					require.NoError(t, err)
+					got, err := os.ReadFile(filepath.Join(out, name))
+					require.NoError(t, err)
+					if line, differ := firstDiff(string(want), string(got)); differ {
+						t.Errorf("%s differs from line %d", name, line)
+					}
+				}
+			}
+			services, err := os.ReadFile(filepath.Join(outs[0], "services.csv"))
+			require.NoError(t, err)
+			assert.Contains(t, string(services), "backend")
+		})
 	}
-	services, err := os.ReadFile(filepath.Join(outs[0], "services.csv"))
-	require.NoError(t, err)
-	assert.Contains(t, string(services), "backend")
 }
 
 // firstDiff returns the first line (from 1) where a and b differ.
