@@ -47,10 +47,9 @@ type graphServer struct {
 	nets   map[string]*graphNet // by host:port
 }
 
-// graphNet is one replica's network: where it is, and the refuse
-// outages that hit it.
+// graphNet is one replica's network, and the refuse outages that hit
+// the replica.
 type graphNet struct {
-	at     realhttp.GraphAt
 	net    *memnet.Network
 	refuse []scenarios.Outage
 }
@@ -112,7 +111,7 @@ func (p *player) serveGraph() (server, error) {
 			}
 		}
 		hs := &http.Server{Handler: p.graphGate(h), ReadHeaderTimeout: 5 * time.Second, IdleTimeout: time.Minute}
-		n := &graphNet{at: at, refuse: refuse}
+		n := &graphNet{refuse: refuse}
 		if fleet(at) {
 			n.net = p.net
 			p.refuse = refuse
