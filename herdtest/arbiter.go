@@ -33,17 +33,21 @@ type turn struct {
 }
 
 // turnKey orders the turns of one instant: the phase first (samples
-// before attempts), then the sender, the request and the attempt.
+// before attempts, attempts before the steps of a graph of services),
+// then the sender, the request and the attempt, then a graph's step
+// (see graphKey).
 type turnKey struct {
 	phase            int
 	sender           int64
 	request, attempt int64
+	graph            [8]int64
 }
 
 // The phases of a turn.
 const (
 	phaseSample  = iota // the end of a bucket: sampled before the instant's attempts
 	phaseAttempt        // an attempt reaching the server
+	phaseGraph          // a step of a graph's services (see graphKey)
 )
 
 func newArbiter() *arbiter {
@@ -92,7 +96,7 @@ func (a *arbiter) loop() {
 			}
 			slices.SortFunc(batch, func(x, y *turn) int {
 				return cmp.Or(cmp.Compare(x.key.phase, y.key.phase), cmp.Compare(x.key.sender, y.key.sender),
-					cmp.Compare(x.key.request, y.key.request), cmp.Compare(x.key.attempt, y.key.attempt), cmp.Compare(x.seq, y.seq))
+					cmp.Compare(x.key.request, y.key.request), cmp.Compare(x.key.attempt, y.key.attempt), slices.Compare(x.key.graph[:], y.key.graph[:]), cmp.Compare(x.seq, y.seq))
 			})
 			for i, t := range batch {
 				close(t.next)

@@ -1,8 +1,9 @@
 // Package herdtest runs the user's own Go client code, unmodified,
 // through a herdlab scenario in virtual time, from the user's go test:
 // each run in a testing/synctest bubble, against the scenario's server
-// (herdlab serve's model) over in-memory connections with the
-// scenario's network latency. A run writes the same files as herdlab
+// (herdlab serve's model), or its graph of services (every replica a
+// server, their calls made by the strategy's edge policies), over
+// in-memory connections with the scenario's network latency. A run writes the same files as herdlab
 // run and applies the scenario's checks; the file's other strategies
 // run simulated beside the clients under test.
 //

@@ -278,8 +278,6 @@ func withClients(sc *scenarios.Scenario, clients Clients, opts Options) *scenari
 // supported refuses what herdtest does not serve yet.
 func supported(sc *scenarios.Scenario) error {
 	switch {
-	case sc.Graph():
-		return errors.New("herdtest serves a scenario of one server: a graph of services is not served yet")
 	case sc.Server.Model == scenarios.ModelOCC:
 		return errors.New("herdtest serves the queue server model, not occ")
 	case sc.DLQ.Replay != nil:

@@ -99,25 +99,8 @@ func play(sc *scenarios.Scenario, name string, newClient Client, run int, logf f
 	guard, unguard := guardDefaultTransport()
 	defer unguard()
 
-	srv, err := realhttp.NewServer(sc, realhttp.ServerOptions{Seed: seed, Observe: p.observe})
+	srv, err := p.serve()
 	if err != nil {
-		return nil, err
-	}
-	hs := &http.Server{
-		Handler: p.gate(srv.Handler()),
-		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
-			if mc, ok := c.(*memnet.Conn); ok {
-				return context.WithValue(ctx, senderKey{}, mc.Tag())
-			}
-			return ctx
-		},
-		ReadHeaderTimeout: 5 * time.Second,
-		IdleTimeout:       time.Minute,
-		Protocols:         new(http.Protocols),
-	}
-	hs.Protocols.SetHTTP1(true)
-	hs.Protocols.SetUnencryptedHTTP2(true) // gRPC's prior knowledge, over Net.Dial
-	if err := srv.Serve(listener{p.net.Listener(), p.net}, hs); err != nil {
 		return nil, err
 	}
 	rArrive := rand.New(rand.NewPCG(seed, 1))
@@ -170,10 +153,40 @@ func play(sc *scenarios.Scenario, name string, newClient Client, run int, logf f
 		return nil, fmt.Errorf("%d connections still open at the end: close every response body (herdtest.Response does) and register what the client keeps open with Net.Cleanup", n)
 	}
 	p.finish()
+	if g, ok := srv.(*graphServer); ok {
+		g.Finish(p.run)
+	}
 	if p.run.Attempts == 0 && p.run.Requests > 0 {
 		return nil, errors.New("no attempt reached the server: build the client on Net.Transport (HTTP) or Net.Dial (gRPC)")
 	}
 	return p.run, nil
+}
+
+// serveOne serves the scenario's server on the player's network, each
+// attempt at its turn (see gate).
+func (p *player) serveOne() (server, error) {
+	srv, err := realhttp.NewServer(p.sc, realhttp.ServerOptions{Seed: p.seed, Observe: p.observe})
+	if err != nil {
+		return nil, err
+	}
+	hs := &http.Server{
+		Handler: p.gate(srv.Handler()),
+		ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+			if mc, ok := c.(*memnet.Conn); ok {
+				return context.WithValue(ctx, senderKey{}, mc.Tag())
+			}
+			return ctx
+		},
+		ReadHeaderTimeout: 5 * time.Second,
+		IdleTimeout:       time.Minute,
+		Protocols:         new(http.Protocols),
+	}
+	hs.Protocols.SetHTTP1(true)
+	hs.Protocols.SetUnencryptedHTTP2(true) // gRPC's prior knowledge, over Net.Dial
+	if err := srv.Serve(listener{p.net.Listener(), p.net}, hs); err != nil {
+		return nil, err
+	}
+	return srv, nil
 }
 
 // build calls newClient for every sender.
@@ -343,7 +356,7 @@ func (p *player) refused(t time.Duration) {
 // sample records the requests in service at each bucket's end, and the
 // server's counts at the horizon, each at its turn (before the attempts
 // of that instant, after its timers).
-func (p *player) sample(srv *realhttp.Server, done chan<- struct{}) {
+func (p *player) sample(srv server, done chan<- struct{}) {
 	defer close(done)
 	for k := 1; k <= p.buckets; k++ {
 		end := min(time.Duration(k)*p.sc.Bucket, p.horizon)

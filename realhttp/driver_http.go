@@ -89,6 +89,9 @@ type driverCall struct {
 	// sender hangs up on it when another copy wins, and the server
 	// drops it from its queue then (serverCancelHeader).
 	cancellable bool
+	// turn is, on a graph's downstream call with a Turn hook, the
+	// attempt's GraphTurn (GraphTurnHeader).
+	turn string
 }
 
 // driverBody is the body of an attempt: {"request":N}.
@@ -157,6 +160,9 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 	}
 	if c.cancellable {
 		h[serverCancelHeader] = []string{strconv.FormatInt(int64(c.timeout), 10)}
+	}
+	if c.turn != "" {
+		h[GraphTurnHeader] = []string{c.turn}
 	}
 	sent = time.Now()
 	resp, err := client.Do(req)

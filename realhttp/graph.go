@@ -57,6 +57,8 @@ type Graph struct {
 	edges    []*graphEdge // the services' calls, in file order
 	client   *http.Client
 	idle     func() // closes the client's idle connections
+	seed     uint64
+	onTurn   func(GraphTurn) // GraphOptions.Turn
 
 	front   *http.Server // the target's balancer, with replicas
 	frontLn net.Listener
@@ -120,6 +122,7 @@ type graphEdge struct {
 	caller   *graphService
 	callee   *graphService
 	policy   *strategies.Policy
+	index    int // among the graph's edges
 	senders  []graphSender
 	attempts atomic.Int64
 }
@@ -150,13 +153,29 @@ func (e *graphEdge) resetSenders(seed uint64, k int) {
 
 // GraphOptions configures a Graph: the servers' options (TimeScale,
 // Seed, MaxConns... as for NewServer; Log, Store and Events are not
-// used: the replicas of a service share an in-memory store), and the
-// connections between services.
+// used: the replicas of a service share an in-memory store; Observe is
+// given the attempts at the fleet's target only), and the connections
+// between services.
 type GraphOptions struct {
 	Server ServerOptions
 	// MaxConns bounds the connections of the services' calls, per
-	// callee replica; 0 means 1,024.
+	// callee replica; 0 means 1,024. Not used with Client.
 	MaxConns int
+	// Client, when set, makes the services' downstream calls (a POST to
+	// a replica's URL, http://ADDR/): its transport must reach the
+	// replicas where Serve put them. nil: a client of the graph's own,
+	// over TCP, for Start.
+	Client *http.Client
+	// Turn, when set, is called before each step of the graph's code
+	// that draws from randomness or state its goroutines share (see
+	// GraphStep), from the goroutine about to take it, with a key that
+	// is the same from run to run: a caller that returns in a set order
+	// among the steps of one instant makes the graph reproducible (as
+	// herdtest's arbiter does, in a synctest bubble). With Turn, each
+	// downstream attempt carries its key (GraphTurnHeader), and the
+	// calls' idempotency keys derive from the seed rather than being
+	// random. nil: no turns.
+	Turn func(GraphTurn)
 }
 
 // graphDefaultConns is the default bound on the connections to one
@@ -207,12 +226,19 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 	if conns <= 0 {
 		conns = graphDefaultConns
 	}
-	client, tr := driverNewClient(conns)
+	client, idle := opts.Client, func() {}
+	if client == nil {
+		var tr *http.Transport
+		client, tr = driverNewClient(conns)
+		idle = tr.CloseIdleConnections
+	} else {
+		idle = client.CloseIdleConnections
+	}
 	quit, stop := context.WithCancel(context.Background())
 	seed := opts.Server.Seed
 	g := &Graph{
 		sc: sc, st: st, scale: scale, bucket: sc.Bucket, target: sc.TargetIndex(),
-		client: client, idle: tr.CloseIdleConnections, quit: quit, stop: stop,
+		client: client, idle: idle, quit: quit, stop: stop, seed: seed, onTurn: opts.Turn,
 		start: time.Now(), rDraw: rand.New(rand.NewPCG(seed, 4)),
 	}
 	g.propagate.Store(st.DeadlinePropagation)
@@ -233,6 +259,9 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 			so := opts.Server
 			so.TimeScale = scale
 			so.Log, so.Events = nil, nil
+			if i != g.target {
+				so.Observe = nil
+			}
 			so.Seed = seed ^ uint64(i+1)<<32 ^ uint64(r+1)
 			so.Store = store
 			srv, err := newServer(replicaScenario(sc, s.cfg, r, holds[i]), so)
@@ -254,7 +283,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 		for k := range s.cfg.Calls {
 			c := &s.cfg.Calls[k]
 			pol := scenarios.EdgeStrategy(st, s.cfg.Name, c)
-			e := &graphEdge{cfg: c, caller: s, callee: g.services[sc.ServiceIndex(c.Service)], policy: pol.Policy()}
+			e := &graphEdge{cfg: c, caller: s, callee: g.services[sc.ServiceIndex(c.Service)], policy: pol.Policy(), index: len(g.edges)}
 			e.senders = make([]graphSender, s.cfg.Replicas)
 			e.resetSenders(seed, len(g.edges))
 			s.edges = append(s.edges, e)
@@ -497,6 +526,7 @@ func (g *Graph) sample() {
 			t.Stop()
 			return
 		}
+		g.turn(GraphTurn{Step: GraphSample})
 		k := g.bucketAt(at - 1)
 		for _, s := range g.services {
 			s.sampleQueues(k)
@@ -569,7 +599,7 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 		e.resetSenders(seed, k)
 	}
 	g.mu.Lock()
-	g.rDraw = rand.New(rand.NewPCG(seed, 4))
+	g.rDraw, g.seed = rand.New(rand.NewPCG(seed, 4)), seed
 	g.mu.Unlock()
 	g.restart()
 	return nil

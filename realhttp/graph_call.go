@@ -3,9 +3,8 @@ package realhttp
 import (
 	"context"
 	"net/http"
+	"slices"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -64,6 +63,9 @@ func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bo
 	copies := 0
 	made := 0
 	var todo []int // the slots of the calls made
+	if slices.ContainsFunc(group, func(k int) bool { return c.svc.cfg.Calls[k].Probability < 1 }) {
+		c.g.turn(GraphTurn{Step: GraphDraw, Service: c.svc.index, Replica: c.replica, ID: a.id, Edge: c.svc.edges[group[0]].index})
+	}
 	for slot, k := range group {
 		cfg := &c.svc.cfg.Calls[k]
 		if cfg.Probability < 1 {
@@ -87,8 +89,8 @@ func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bo
 		e := c.svc.edges[group[slot]]
 		var callCtx context.Context
 		callCtx, cancels[slot] = context.WithCancel(ctx)
-		for range e.cfg.Fanout {
-			go func() { done <- result{slot, c.g.call(callCtx, e, c.replica, a)} }()
+		for n := range e.cfg.Fanout {
+			go func() { done <- result{slot, c.g.call(callCtx, e, c.replica, n, a)} }()
 		}
 	}
 	for pending := made; pending > 0; {
@@ -114,17 +116,23 @@ func (c *graphCalls) step(ctx context.Context, group []int, a *serverAttempt) bo
 	return true
 }
 
-// call is one copy of a downstream call on edge e from replica from of
+// call is copy n of a downstream call on edge e from replica from of
 // its caller, for attempt a: tried and retried by the edge's policy,
 // each attempt to the replica the callee's balancer picks. It reports
 // whether the call was delivered; false too when ctx ended first.
-func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttempt) bool {
+func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAttempt) bool {
 	var req strategies.Request
 	sd := &e.senders[from]
-	key := uuid.New()
+	turn := GraphTurn{Step: GraphAttempt, Service: e.caller.index, Replica: from, ID: a.id, Edge: e.index, Copy: n, Attempt: 1}
+	key := g.callKey(turn)
 	propagate := g.propagate.Load() && a.hasDeadline
+	g.turn(turn)
 	entry := e.callee.key()
-	for {
+	for ; ; turn.Attempt++ {
+		if turn.Attempt > 1 {
+			turn.Step = GraphAttempt
+			g.turn(turn)
+		}
 		now := g.now()
 		if propagate && now >= a.deadline {
 			return false // no one waits for its answer
@@ -148,10 +156,13 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 		if ok {
 			call := driverCall{request: int(a.request), key: key, attempt: int(req.Attempts), planned: now, timeout: timeout,
 				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
+			if g.onTurn != nil {
+				call.turn = turn.String()
+			}
 			var ans driverAnswer
 			var live bool
 			if e.policy.Hedge != nil {
-				ans, live = g.hedged(ctx, e, sd, &req, call)
+				ans, live = g.hedged(ctx, e, sd, &req, call, turn)
 			} else {
 				rep := e.callee.pick(now)
 				k := g.bucketAt(now)
@@ -159,6 +170,8 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from int, a *serverAttem
 				e.attempts.Add(1)
 				ans, _, live = driverSend(ctx, g.client, rep.url, call)
 				if live {
+					turn.Step = GraphAnswer
+					g.turn(turn)
 					e.callee.answered(rep, k, ans, g.now())
 				} else {
 					e.callee.abandoned(rep)

@@ -22,7 +22,7 @@ type graphCopy struct {
 // it, or the failure of the last copy out. The copies still out are left
 // to run (their answers counted at their replicas as they come), or
 // hung up on with Hedge.Cancel. It reports false when ctx ended first.
-func (g *Graph) hedged(ctx context.Context, e *graphEdge, sd *graphSender, req *strategies.Request, call driverCall) (driverAnswer, bool) {
+func (g *Graph) hedged(ctx context.Context, e *graphEdge, sd *graphSender, req *strategies.Request, call driverCall, turn GraphTurn) (driverAnswer, bool) {
 	h := e.policy.Hedge
 	copies := make(chan graphCopy, h.Copies())
 	cancels := make([]context.CancelFunc, 0, h.Copies())
@@ -43,9 +43,16 @@ func (g *Graph) hedged(ctx context.Context, e *graphEdge, sd *graphSender, req *
 		c := call
 		c.planned = now
 		c.cancellable = h.Cancel
+		t := turn
+		t.Hedge = k
+		if c.turn != "" {
+			c.turn = t.String()
+		}
 		go func() {
 			ans, _, live := driverSend(cctx, g.client, rep.url, c)
 			if live {
+				t.Step = GraphAnswer
+				g.turn(t)
 				e.callee.answered(rep, bucket, ans, g.now())
 			} else {
 				e.callee.abandoned(rep)
@@ -83,6 +90,9 @@ func (g *Graph) hedged(ctx context.Context, e *graphEdge, sd *graphSender, req *
 			}
 		case <-timer:
 			timer = nil
+			t := turn
+			t.Step, t.Hedge = GraphHedge, sent
+			g.turn(t)
 			sd.mu.Lock()
 			allowed := e.policy.AllowHedge(sd.sender(), req, g.now())
 			sd.mu.Unlock()
