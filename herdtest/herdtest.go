@@ -143,6 +143,10 @@ type Result struct {
 	// Deterministic says, for each client under test, whether its first
 	// run gave the same results twice (absent with Options.NoRepeat).
 	Deterministic map[string]bool
+	// Models, when clients stand in for strategies of the file (without
+	// Options.Only), are those strategies simulated, the file's models
+	// of the clients: comparison.md sets them beside the clients.
+	Models *sim.Result
 }
 
 // Run runs the scenario file path with the clients under test standing
@@ -189,6 +193,7 @@ func run(t testing.TB, sc *scenarios.Scenario, clients Clients, opts Options) (*
 	if opts.Runs < 0 {
 		return nil, fmt.Errorf("Options.Runs %d: want >= 0", opts.Runs)
 	}
+	file := sc
 	sc = withClients(sc, clients, opts)
 	if err := supported(sc); err != nil {
 		return nil, err
@@ -235,12 +240,33 @@ func run(t testing.TB, sc *scenarios.Scenario, clients Clients, opts Options) (*
 	if !opts.NoChecks {
 		res.Checks = checks.Evaluate(sc, res.Summary)
 	}
+	if models := standIns(file, clients, opts); len(models) > 0 {
+		var err error
+		if res.Models, err = sim.Run(context.Background(), sc, sim.Options{Strategies: models}); err != nil {
+			return nil, fmt.Errorf("simulating %s: %w", strings.Join(models, ", "), err)
+		}
+	}
 	if opts.Out != "" {
 		if err := write(opts.Out, sc, res); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
+}
+
+// standIns returns the clients that stand in for a strategy of the file
+// file (its model of them), in the file's order; none with Options.Only.
+func standIns(file *scenarios.Scenario, clients Clients, opts Options) []string {
+	if opts.Only {
+		return nil
+	}
+	var names []string
+	for _, st := range file.Strategies {
+		if clients[st.Name] != nil {
+			names = append(names, st.Name)
+		}
+	}
+	return names
 }
 
 // withClients returns a copy of sc with the clients' strategies: those
@@ -324,6 +350,27 @@ func write(out string, sc *scenarios.Scenario, res *Result) error {
 	files, err := outputs.Files(context.Background(), sc, &sim.Result{Summary: res.Summary, Runs: res.Runs}, &plots.Options{})
 	if err != nil {
 		return err
+	}
+	if m := res.Models; m != nil {
+		// The clients beside the file's models of them: the clients'
+		// runs alone, so that the chart draws only what is compared.
+		var runs []*results.Run
+		for _, r := range res.Runs {
+			if slices.ContainsFunc(m.Summary.Strategies, func(st results.StrategySummary) bool { return st.Name == r.Strategy }) {
+				runs = append(runs, r)
+			}
+		}
+		real := sim.Summary(sc, runs)
+		chart, err := plots.ComparisonChart(real, runs, m.Runs, plots.Options{})
+		if err != nil {
+			return err
+		}
+		files = append(files,
+			results.File{Name: "comparison.png", Write: results.Raw(chart.Data)},
+			results.File{Name: "comparison.md", Write: func(w io.Writer) error {
+				return results.WriteComparison(w, m.Summary, real, "comparison.png")
+			}},
+		)
 	}
 	if err := stage.WriteFiles(files); err != nil {
 		return err

@@ -214,3 +214,27 @@ func TestTheScenariosChecksJudgeTheClient(t *testing.T) {
 	Run(rec, "testdata/checked.yaml", Clients{"client": loop(10, time.Second, time.Second)}, Options{NoRepeat: true})
 	assert.Empty(t, rec.errors)
 }
+
+// TestAClientBesideTheFilesModelOfIt: a client that stands in for a
+// strategy of the file is compared with that strategy simulated (the
+// file's model of it): Result.Models, and comparison.md and its chart
+// in the output folder, as herdlab replay writes them.
+func TestAClientBesideTheFilesModelOfIt(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	res := Run(t, "testdata/checked.yaml", Clients{"client": loop(10, time.Second, time.Second)}, Options{Out: out, NoRepeat: true})
+	require.NotNil(t, res.Models)
+	require.Len(t, res.Models.Summary.Strategies, 1)
+	model, real := res.Models.Summary.Strategies[0], res.Summary.Strategies[0]
+	assert.Equal(t, "client", model.Name)
+	assert.Nil(t, model.Client, "the model is simulated")
+	assert.NotNil(t, real.Client, "the client is not")
+	assert.InEpsilon(t, model.Attempts, real.Attempts, 0.02)
+	md, err := os.ReadFile(filepath.Join(out, "comparison.md"))
+	require.NoError(t, err)
+	assert.Contains(t, string(md), "| client | attempts |")
+	assert.FileExists(t, filepath.Join(out, "comparison.png"))
+
+	// Only the clients: nothing to compare.
+	res = Run(t, "testdata/checked.yaml", Clients{"client": loop(10, time.Second, time.Second)}, Options{Only: true, NoRepeat: true, NoChecks: true})
+	assert.Nil(t, res.Models)
+}
