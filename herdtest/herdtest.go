@@ -254,8 +254,9 @@ func run(t testing.TB, sc *scenarios.Scenario, clients Clients, opts Options) (*
 	return res, nil
 }
 
-// standIns returns the clients that stand in for a strategy of the file
-// file (its model of them), in the file's order; none with Options.Only.
+// standIns returns the clients that stand in for a strategy of the
+// file (its model of them), in the file's order; none with
+// Options.Only.
 func standIns(file *scenarios.Scenario, clients Clients, opts Options) []string {
 	if opts.Only {
 		return nil
