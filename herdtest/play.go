@@ -149,8 +149,21 @@ func play(sc *scenarios.Scenario, name string, newClient Client, run int, logf f
 	if err != nil {
 		return nil, err
 	}
+	// The closes still travelling (each arrives after its latency) and
+	// the goroutines they wake finish, then what became idle meanwhile
+	// is closed too, before the count.
+	p.settle()
+	for _, t := range transports {
+		t.CloseIdleConnections()
+	}
+	p.settle()
 	if n := p.net.Open(); n > 0 {
 		return nil, fmt.Errorf("%d connections still open at the end: close every response body (herdtest.Response does) and register what the client keeps open with Net.Cleanup", n)
+	}
+	if g, ok := srv.(*graphServer); ok {
+		if n := g.openBetween(); n > 0 {
+			return nil, fmt.Errorf("%d connections between services still open at the end", n)
+		}
 	}
 	p.finish()
 	if g, ok := srv.(*graphServer); ok {
@@ -187,6 +200,17 @@ func (p *player) serveOne() (server, error) {
 		return nil, err
 	}
 	return srv, nil
+}
+
+// settleTime is how long, in virtual time, the end of a run waits for
+// the closes still travelling: far longer than any latency.
+const settleTime = time.Minute
+
+// settle waits settleTime, then until every goroutine of the bubble
+// waits (the arbiter's turn comes only then).
+func (p *player) settle() {
+	time.Sleep(settleTime)
+	p.arb.enter(turnKey{phase: phaseSample})
 }
 
 // build calls newClient for every sender.
