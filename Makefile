@@ -17,7 +17,8 @@ build:
 # test: formatting, vet, every test with the race detector, then the
 # tests that need real time undistorted by it (the real-HTTP agreement and
 # timing) or are too slow under it (the metastable phase diagram, the
-# AWS adaptive client against a reference of the SDK's loop), one
+# AWS adaptive client against a reference of the SDK's loop, herdtest's
+# byte-for-byte reproducibility at GOMAXPROCS 1 and 2), one
 # package at a time (-p 1) so that none takes the others' cores.
 # The WebAssembly test (web/wasm) and the browser tests (web: a headless
 # Chromium against herdlab ui and the static site) keep a core busy for a
@@ -27,7 +28,7 @@ build:
 # depend on the retry libraries it runs through herdtest): its tests.
 test: lint
 	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /web/wasm)
-	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser" ./cmd/herdlab ./realhttp ./sweep ./sim ./web/wasm ./web
+	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser|TestTheSameSeedWritesTheSameBytes|TestAGraphWritesTheSameBytes" ./cmd/herdlab ./realhttp ./sweep ./sim ./herdtest ./web/wasm ./web
 	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
 	cd examples/clients && $(GO) test -count=1 -timeout 5m ./...
 

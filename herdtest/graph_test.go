@@ -65,6 +65,7 @@ func TestAGraphAgreesWithTheSimulation(t *testing.T) {
 // cache) wait for their turns as the clients' attempts do. Without
 // them, the files differ.
 func TestAGraphWritesTheSameBytes(t *testing.T) {
+	skipUnderRace(t)
 	for _, file := range []string{"testdata/graph-burst.yaml", "testdata/graph-features.yaml"} {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			var outs []string

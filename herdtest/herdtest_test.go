@@ -89,6 +89,7 @@ func TestRealAndSimulatedAgree(t *testing.T) {
 // burst of 1,000 senders puts hundreds of attempts on the same virtual
 // instants, which the arbiter orders.
 func TestTheSameSeedWritesTheSameBytes(t *testing.T) {
+	skipUnderRace(t)
 	var outs []string
 	for _, procs := range []int{1, 2, 2} {
 		prev := runtime.GOMAXPROCS(procs)
