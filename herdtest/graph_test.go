@@ -79,11 +79,7 @@ func TestAGraphWritesTheSameBytes(t *testing.T) {
 			}
 			for _, out := range outs[1:] {
 				for _, name := range []string{"summary.json", "timeseries.csv", "services.csv"} {
-					want, err := os.ReadFile(filepath.Join(outs[0], name))
-					require.NoError(t, err)
-					got, err := os.ReadFile(filepath.Join(out, name))
-					require.NoError(t, err)
-					if line, differ := firstDiff(string(want), string(got)); differ {
+					if line, differ := firstDiff(readOutput(t, outs[0], name), readOutput(t, out, name)); differ {
 						t.Errorf("%s differs from line %d", name, line)
 					}
 				}
