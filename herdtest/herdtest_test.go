@@ -85,32 +85,38 @@ func TestRealAndSimulatedAgree(t *testing.T) {
 	assert.Greater(t, real.PeakLoad, 3*res.Summary.Strategies[1].PeakLoad)
 }
 
-// TestTheSameSeedWritesTheSameBytes runs a deterministic client twice, at
-// GOMAXPROCS 1 and 2, and compares the output folders byte for byte; a
-// burst of 1,000 senders puts hundreds of attempts on the same virtual
-// instants, which the arbiter orders.
+// TestTheSameSeedWritesTheSameBytes runs a deterministic client three
+// times, at GOMAXPROCS 1, 2 and 2, and compares the output folders byte
+// for byte (the wall time aside): through a refuse outage with network
+// latency, and through ties: 1,000 requests reaching the server at the
+// same instant, and their retries a second later, with no latency, so
+// that the order in which the arbiter admits them decides who gets a
+// slot (the test fails without it).
 func TestTheSameSeedWritesTheSameBytes(t *testing.T) {
 	skipUnderRace(t)
-	var outs []string
-	for _, procs := range []int{1, 2, 2} {
-		prev := runtime.GOMAXPROCS(procs)
-		out := filepath.Join(t.TempDir(), "out")
-		res := Run(t, "testdata/outage.yaml", Clients{"hand-loop": loop(30, time.Second, 5*time.Second)}, Options{Out: out, NoChecks: true, Only: true})
-		runtime.GOMAXPROCS(prev)
-		assert.True(t, res.Deterministic["hand-loop"], "GOMAXPROCS %d", procs)
-		outs = append(outs, out)
+	for _, file := range []string{"testdata/outage.yaml", "testdata/ties.yaml"} {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			var outs []string
+			for _, procs := range []int{1, 2, 2} {
+				prev := runtime.GOMAXPROCS(procs)
+				out := filepath.Join(t.TempDir(), "out")
+				res := Run(t, file, Clients{"hand-loop": loop(30, time.Second, 5*time.Second)}, Options{Out: out, NoChecks: true, Only: true})
+				runtime.GOMAXPROCS(prev)
+				assert.True(t, res.Deterministic["hand-loop"], "GOMAXPROCS %d", procs)
+				outs = append(outs, out)
+			}
+			for _, out := range outs[1:] {
+				for _, name := range []string{"summary.json", "timeseries.csv", "report.md"} {
+					assert.Equal(t, readOutput(t, outs[0], name), readOutput(t, out, name), name)
+				}
+			}
+			summary, err := os.ReadFile(filepath.Join(outs[0], "summary.json"))
+			require.NoError(t, err)
+			assert.Contains(t, string(summary), `"client": {`)
+			assert.Contains(t, string(summary), `"deterministic": true`)
+			assert.NotRegexp(t, `"wall_s": 0[,\n]`, string(summary), "what the client's runs cost is reported")
+		})
 	}
-	names := []string{"summary.json", "timeseries.csv", "report.md"}
-	for _, out := range outs[1:] {
-		for _, name := range names {
-			assert.Equal(t, readOutput(t, outs[0], name), readOutput(t, out, name), name)
-		}
-	}
-	summary, err := os.ReadFile(filepath.Join(outs[0], "summary.json"))
-	require.NoError(t, err)
-	assert.Contains(t, string(summary), `"client": {`)
-	assert.Contains(t, string(summary), `"deterministic": true`)
-	assert.NotRegexp(t, `"wall_s": 0[,\n]`, string(summary), "what the client's runs cost is reported")
 }
 
 // wallTime is the figure of summary.json that changes between identical
