@@ -4,14 +4,10 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
-	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"slices"
-	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/zeontools/herdlab/herdtest/internal/memnet"
@@ -202,26 +198,12 @@ func (gs *graphServer) dial(ctx context.Context, _, addr string) (net.Conn, erro
 	if n == nil {
 		return nil, &net.OpError{Op: "dial", Net: "tcp", Err: fmt.Errorf("herdtest: no replica at %s", addr)}
 	}
-	var delay func() time.Duration
-	if p.latency != nil {
-		h := fnv.New64a()
-		turn, _ := ctx.Value(graphTurnKey{}).(string)
-		_, _ = h.Write([]byte(addr + " " + turn))
-		r := rand.New(rand.NewPCG(p.seed^0x6772617068, h.Sum64()))
-		var mu sync.Mutex
-		delay = func() time.Duration {
-			mu.Lock()
-			defer mu.Unlock()
-			return p.latency.Sample(r)
-		}
-	}
-	now := p.since()
-	refused := slices.ContainsFunc(n.refuse, func(o scenarios.Outage) bool { return now >= o.Start && now < o.End() })
-	if refused {
-		if delay != nil {
-			time.Sleep(delay() + delay()) // the SYN there, the RST back
-		}
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: n.net.Listener().Addr(), Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+	h := fnv.New64a()
+	turn, _ := ctx.Value(graphTurnKey{}).(string)
+	_, _ = h.Write([]byte(addr + " " + turn))
+	delay := p.delays(p.seed^0x6772617068, h.Sum64())
+	if refusing(n.refuse, p.since()) {
+		return nil, refuse(delay, n.net.Listener().Addr())
 	}
 	if delay != nil {
 		// The connect is free, as over the warm pool a service keeps to

@@ -256,29 +256,44 @@ func (p *player) build(newClient Client, senders int) ([]Send, []*transport, err
 // no race with the outage's edge). Each connection draws its latency
 // from a stream of its own, seeded by the run, the sender and k.
 func (p *player) dial(ctx context.Context, s int, k int64) (net.Conn, error) {
-	var delay func() time.Duration
-	if p.latency != nil {
-		r := rand.New(rand.NewPCG(p.seed^0x6c6174656e6379, uint64(s)<<24|uint64(k)))
-		var mu sync.Mutex
-		delay = func() time.Duration {
-			mu.Lock()
-			defer mu.Unlock()
-			return p.latency.Sample(r)
-		}
-	}
-	if now := p.since(); p.refusing(now) {
+	delay := p.delays(p.seed^0x6c6174656e6379, uint64(s)<<24|uint64(k))
+	if now := p.since(); refusing(p.refuse, now) {
 		p.refused(now)
-		if delay != nil {
-			time.Sleep(delay() + delay()) // the SYN there, the RST back
-		}
-		return nil, &net.OpError{Op: "dial", Net: "tcp", Addr: addr{}, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
+		return nil, refuse(delay, addr{})
 	}
 	return p.net.Dial(ctx, memnet.DialOptions{Delay: delay, Tag: s})
 }
 
-// refusing reports whether a refuse outage is in force at t.
-func (p *player) refusing(t time.Duration) bool {
-	return slices.ContainsFunc(p.refuse, func(o scenarios.Outage) bool { return t >= o.Start && t < o.End() })
+// delays returns a connection's one-way delays, drawn from the
+// scenario's latency on the PCG stream (seed, stream); nil without a
+// latency. The two ends of a connection draw in turn (a request, then
+// its answer), from their own goroutines: hence the lock.
+func (p *player) delays(seed, stream uint64) func() time.Duration {
+	if p.latency == nil {
+		return nil
+	}
+	r := rand.New(rand.NewPCG(seed, stream))
+	var mu sync.Mutex
+	return func() time.Duration {
+		mu.Lock()
+		defer mu.Unlock()
+		return p.latency.Sample(r)
+	}
+}
+
+// refusing reports whether one of outages (refuse outages) is in force
+// at t.
+func refusing(outages []scenarios.Outage, t time.Duration) bool {
+	return slices.ContainsFunc(outages, func(o scenarios.Outage) bool { return t >= o.Start && t < o.End() })
+}
+
+// refuse is a connect refused by the host at addr: it takes the SYN's
+// delay there and the reset's back, and fails as a refused TCP connect.
+func refuse(delay func() time.Duration, addr net.Addr) error {
+	if delay != nil {
+		time.Sleep(delay() + delay())
+	}
+	return &net.OpError{Op: "dial", Net: "tcp", Addr: addr, Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}
 }
 
 // addr is the server's address, for errors.
