@@ -41,7 +41,7 @@ var (
 		"together still wait exactly as long and retry in lockstep (article section 4; the AWS " +
 		"Architecture Blog's \"Exponential Backoff And Jitter\")."}
 	ruleCapNotAboveBase = LintRule{ID: "HL003", Name: "cap-not-above-base", Doc: "A backoff with base and cap (exponential, full-jitter, equal-jitter, proportional-jitter, " +
-		"decorrelated-jitter, decorrelated-jitter-v2) whose cap is not above its base: the wait never " +
+		"decorrelated-jitter, decorrelated-jitter-v2, envoy-jitter) whose cap is not above its base: the wait never " +
 		"grows past the first, however long the outage lasts, so the backoff does not back off " +
 		"(article section 2). Validation already rejects cap < base; this flags cap == base."}
 	ruleNoLimit = LintRule{ID: "HL004", Name: "no-limit", Doc: "A strategy without max_attempts, max_elapsed or a retry budget: a request that keeps failing is " +
@@ -54,7 +54,7 @@ var (
 		"longer than max_elapsed: N attempt timeouts plus, before each retry k = 0..N-2, the largest " +
 		"wait the backoff can draw (fixed: delay; exponential, full-jitter, equal-jitter: " +
 		"min(cap, base*multiplier^k); proportional-jitter: min(cap, t*(1+jitter)) with t that value; " +
-		"decorrelated-jitter: min(cap, base*3^(k+1)); decorrelated-jitter-v2: cap; none: 0). The later " +
+		"decorrelated-jitter: min(cap, base*3^(k+1)); decorrelated-jitter-v2: cap; envoy-jitter: min(cap, base*(2^(k+1)-1)); none: 0). The later " +
 		"attempts then need not happen, so max_attempts is not the real limit and a reader of the " +
 		"scenario is misled (article section 10: 8 retries over 24 hours; cenkalti/backoff's " +
 		"MaxElapsedTime stops a loop whatever its attempt count)."}
@@ -403,6 +403,8 @@ func (b Backoff) largestWait(k int) time.Duration {
 		return expo(b.Base, 3, k+1)
 	case BackoffDecorrelatedJitterV2:
 		return b.Cap
+	case BackoffEnvoyJitter:
+		return strategies.EnvoyJitter{Base: b.Base, Cap: b.Cap}.At(k, 1)
 	}
 	return 0
 }

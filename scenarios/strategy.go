@@ -76,7 +76,9 @@ func (s *Strategy) setDefaults() {
 //
 // Kinds: none; fixed (delay); exponential, full-jitter, equal-jitter
 // (base, cap, multiplier); proportional-jitter (base, cap, multiplier,
-// jitter); decorrelated-jitter and decorrelated-jitter-v2 (base, cap).
+// jitter); decorrelated-jitter and decorrelated-jitter-v2 (base, cap);
+// envoy-jitter (base, cap: Envoy's retry back-off, U(0, min(cap,
+// base*(2^(k+1)-1)))).
 // Defaults: base 1s, cap 60s, multiplier 2, jitter 0.2 (gRPC's).
 type Backoff struct {
 	Kind       string        `yaml:"kind"`
@@ -104,6 +106,7 @@ const (
 	BackoffDecorrelatedJitter   = "decorrelated-jitter"
 	BackoffProportionalJitter   = "proportional-jitter"
 	BackoffDecorrelatedJitterV2 = "decorrelated-jitter-v2"
+	BackoffEnvoyJitter          = "envoy-jitter"
 )
 
 var backoffKeys = map[string][]string{
@@ -115,6 +118,7 @@ var backoffKeys = map[string][]string{
 	BackoffProportionalJitter:   {"base", "cap", "multiplier", "jitter", "throttle_base"},
 	BackoffDecorrelatedJitter:   {"base", "cap", "throttle_base"},
 	BackoffDecorrelatedJitterV2: {"base", "cap", "throttle_base"},
+	BackoffEnvoyJitter:          {"base", "cap", "throttle_base"},
 }
 
 func (b *Backoff) setDefaults() {
@@ -228,6 +232,8 @@ func (b Backoff) Policy() strategies.Backoff {
 		return strategies.DecorrelatedJitter{Base: b.Base, Cap: b.Cap}
 	case BackoffDecorrelatedJitterV2:
 		return strategies.DecorrelatedJitterV2{Base: b.Base, Cap: b.Cap}
+	case BackoffEnvoyJitter:
+		return strategies.EnvoyJitter{Base: b.Base, Cap: b.Cap}
 	}
 	return strategies.None{}
 }

@@ -40,6 +40,7 @@ var (
 	_ Backoff = DecorrelatedJitter{}
 	_ Backoff = ProportionalJitter{}
 	_ Backoff = DecorrelatedJitterV2{}
+	_ Backoff = EnvoyJitter{}
 )
 
 // DefaultMultiplier is the growth factor of the exponential kinds when
@@ -107,6 +108,29 @@ func (j FullJitter) At(k int, u float64) time.Duration {
 
 // Next draws u from r and returns j.At(s.K, u).
 func (j FullJitter) Next(s *BackoffState, r *rand.Rand) time.Duration {
+	d := j.At(int(s.K), r.Float64())
+	s.K++
+	return d
+}
+
+// EnvoyJitter waits U(0, min(Cap, Base * (2^(k+1) - 1))): Envoy's
+// "fully jittered exponential back-off" of retries (route
+// retry_back_off, source/common/common/backoff_strategy.cc,
+// JitteredExponentialBackOffStrategy, Envoy v1.32): the draw ranges
+// grow 1, 3, 7, 15 ... times the base interval, not 1, 2, 4, 8. Zero
+// Cap means no cap.
+type EnvoyJitter struct {
+	Base time.Duration
+	Cap  time.Duration
+}
+
+// At returns u * min(Cap, Base * (2^(k+1) - 1)) for a sample u in [0, 1).
+func (j EnvoyJitter) At(k int, u float64) time.Duration {
+	return scale(capped(float64(j.Base)*(math.Ldexp(1, k+1)-1), j.Cap), u)
+}
+
+// Next draws u from r and returns j.At(s.K, u).
+func (j EnvoyJitter) Next(s *BackoffState, r *rand.Rand) time.Duration {
 	d := j.At(int(s.K), r.Float64())
 	s.K++
 	return d

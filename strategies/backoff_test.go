@@ -43,6 +43,12 @@ func TestJitterFormulasAtPinnedSamples(t *testing.T) {
 		{"full k=0 u=.5", FullJitter{Base: s, Cap: 60 * s}.At(0, 0.5), 500 * ms},
 		{"full k=3 u=.25", FullJitter{Base: s, Cap: 60 * s}.At(3, 0.25), 2 * s},
 		{"full capped", FullJitter{Base: s, Cap: 60 * s}.At(10, 0.5), 30 * s},
+		// Envoy's ranges are (2^(k+1)-1) base intervals: 25, 75, 175 ms
+		// with its default base of 25 ms, capped at 10x (250 ms).
+		{"envoy k=0 u=.5", EnvoyJitter{Base: 25 * ms, Cap: 250 * ms}.At(0, 0.5), 12500 * time.Microsecond},
+		{"envoy k=1 u=.5", EnvoyJitter{Base: 25 * ms, Cap: 250 * ms}.At(1, 0.5), 37500 * time.Microsecond},
+		{"envoy k=2 u=1", EnvoyJitter{Base: 25 * ms, Cap: 250 * ms}.At(2, 1), 175 * ms},
+		{"envoy capped", EnvoyJitter{Base: 25 * ms, Cap: 250 * ms}.At(3, 0.5), 125 * ms},
 		{"equal k=0 u=0", EqualJitter{Base: s, Cap: 60 * s}.At(0, 0), 500 * ms},
 		{"equal k=2 u=.5", EqualJitter{Base: s, Cap: 60 * s}.At(2, 0.5), 3 * s},
 		{"equal capped u=.5", EqualJitter{Base: s, Cap: 60 * s}.At(9, 0.5), 45 * s},

@@ -156,7 +156,7 @@ func (p *Policy) Reads() Fields {
 // but those known not to.
 func remembers(b Backoff) bool {
 	switch b.(type) {
-	case nil, None, Fixed, Exponential, FullJitter, EqualJitter, ProportionalJitter:
+	case nil, None, Fixed, Exponential, FullJitter, EqualJitter, ProportionalJitter, EnvoyJitter:
 		return false
 	}
 	return true
