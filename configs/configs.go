@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -79,6 +80,13 @@ type Policy struct {
 	// Hazards are what the reader found dangerous in the file (see
 	// Hazard); the scenario's lint reports them.
 	Hazards []Hazard
+	// Service names the upstream the policy's calls go to (an Envoy
+	// route's cluster, an Istio route's destination host), when the file
+	// says; ServiceValues are that upstream's fields read from the file,
+	// relative to a scenario service (health.consecutive,
+	// health.eject_for): a graph's service of that name takes them.
+	Service       string
+	ServiceValues []Value
 }
 
 // Set appends a field's value read at pos.
@@ -228,7 +236,7 @@ func FormatValue(v any) string {
 		}
 		return "[" + strings.Join(q, ", ") + "]"
 	case string:
-		if v == "" || strings.ContainsAny(v, ":#{}[],&*!|>'\"%@`") || slices.Contains([]string{"true", "false", "null", "yes", "no", "on", "off", "~"}, strings.ToLower(v)) {
+		if _, err := strconv.ParseFloat(v, 64); err == nil || v == "" || strings.ContainsAny(v, ":#{}[],&*!|>'\"%@`") || slices.Contains([]string{"true", "false", "null", "yes", "no", "on", "off", "~"}, strings.ToLower(v)) {
 			return fmt.Sprintf("%q", v)
 		}
 		return v

@@ -307,7 +307,8 @@ func (b *Breaker) checkKeys(written map[string]*yaml.Node, fail func(key, msg st
 // the retry_cost, no_retry_increment 1 by default) or bucket (Brooker's
 // 2022 token bucket: capacity 5, deposit 0.1, cost 1, threshold 1 by
 // default), each per sender; or envoy (Envoy's retry budget: percent 20,
-// min_concurrency 3) or finagle (Finagle's RetryBudget: percent 20, ttl
+// min_concurrency 3; percent 0 leaves the floor alone: min_concurrency
+// retries in flight, Envoy's circuit breaker max_retries) or finagle (Finagle's RetryBudget: percent 20, ttl
 // 10s, min_per_second 10), held per sender or, with scope fleet or group
 // (group_size senders each), shared.
 type Budget struct {
@@ -410,6 +411,10 @@ func (s Strategy) Policy() *strategies.Policy {
 		if minPerSecond == 0 {
 			minPerSecond = -1 // none: strategies reads 0 as its default
 		}
+		percent := b.Percent
+		if percent == 0 {
+			percent = -1 // envoy: the floor alone (strategies reads 0 as its default)
+		}
 		p.Budget = &strategies.Budget{
 			Kind:             kind,
 			MaxTokens:        b.MaxTokens,
@@ -422,7 +427,7 @@ func (s Strategy) Policy() *strategies.Policy {
 			Cost:             b.Cost,
 			Threshold:        b.Threshold,
 			ThrottlingCost:   b.ThrottlingCost,
-			Percent:          b.Percent,
+			Percent:          percent,
 			MinConcurrency:   b.MinConcurrency,
 			TTL:              b.TTL,
 			MinPerSecond:     minPerSecond,

@@ -534,7 +534,9 @@ func (b *Budget) validate(p *problems, path string) {
 		}
 	}
 	if b.Kind == "envoy" || b.Kind == "finagle" {
-		if b.Percent <= 0 || b.Percent > 100 {
+		if b.Kind == "envoy" && (b.Percent < 0 || b.Percent > 100) {
+			p.add(path+".percent", "must be in [0,100] (0: min_concurrency retries in flight, no share), got %v", b.Percent)
+		} else if b.Kind == "finagle" && (b.Percent <= 0 || b.Percent > 100) {
 			p.add(path+".percent", "must be in (0,100], got %v", b.Percent)
 		}
 		if b.Kind == "envoy" && b.MinConcurrency < 1 {

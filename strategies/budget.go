@@ -133,7 +133,9 @@ type Budget struct {
 
 	// Percent is, for BudgetEnvoy, the retries in flight allowed per 100
 	// attempts in flight, and for BudgetFinagle the retries allowed per
-	// 100 requests over TTL; 0 means 20 (both defaults).
+	// 100 requests over TTL; 0 means 20 (both defaults). A negative
+	// Percent leaves BudgetEnvoy its floor alone: MinConcurrency retries
+	// in flight, as Envoy's circuit breaker max_retries caps them.
 	Percent float64
 	// MinConcurrency is BudgetEnvoy's floor on the retries in flight; 0
 	// means 3 (Envoy's min_retry_concurrency default).

@@ -141,7 +141,7 @@ func (b *Budget) RetriesAllowed(sh *SharedBudget, now time.Duration) int64 {
 // resource limit is.
 func (b *Budget) envoyLimit(sh *SharedBudget) float64 {
 	limit := math.Floor(def(b.Percent, 20) / 100 * float64(sh.active))
-	return max(float64(b.minConcurrency()), limit)
+	return max(float64(b.minConcurrency()), limit) // a negative Percent: the floor alone
 }
 
 func (b *Budget) minConcurrency() int {

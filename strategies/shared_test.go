@@ -82,6 +82,14 @@ func TestBudgetEnvoy(t *testing.T) {
 		{event: "acquire", ok: true, allowed: 0},
 		{event: "acquire", ok: false, allowed: 0},
 	})
+
+	// A negative percent is the floor alone (Envoy's circuit breaker
+	// max_retries): 2 retries in flight, however many first tries are.
+	floor := []sharedStep{}
+	floor = append(floor, repeatShared(30, sharedStep{event: "first", allowed: 2}, 0)...)
+	floor = append(floor, sharedStep{event: "acquire", ok: true, allowed: 1}, sharedStep{event: "acquire", ok: true, allowed: 0},
+		sharedStep{event: "acquire", ok: false, allowed: 0})
+	runSharedSteps(t, &strategies.Budget{Kind: strategies.BudgetEnvoy, Percent: -1, MinConcurrency: 2}, floor)
 }
 
 func TestBudgetFinagle(t *testing.T) {
