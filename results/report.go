@@ -68,6 +68,10 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 	if note := clientNote(s); note != "" {
 		bw.WriteString("\n" + note + "\n")
 	}
+	if len(s.ReadFrom) > 0 {
+		bw.WriteString("\n## Read from configuration files\n\nThese fields were read from the files that the scenario's from: names, at load time; a default is one the file leaves out, filled in as its project documents it.\n\n")
+		writeTable(bw, readFromRows(s))
+	}
 	writeCharts(bw, images)
 	files := "summary.json, summary.csv, timeseries.csv"
 	if serviceRows(s) != nil {
@@ -75,6 +79,15 @@ func WriteReport(w io.Writer, s *Summary, images []Image) error {
 	}
 	bw.WriteString("\nFiles: " + files + ", report.html.\n")
 	return bw.Flush()
+}
+
+// readFromRows is the table of the fields read from configuration files.
+func readFromRows(s *Summary) [][]string {
+	rows := [][]string{{"field", "read at"}}
+	for _, f := range s.ReadFrom {
+		rows = append(rows, []string{"`" + f.Field + "`", f.At})
+	}
+	return rows
 }
 
 // clientNote says which strategies were played by the user's own client

@@ -23,6 +23,10 @@ type Summary struct {
 	Strategies []StrategySummary `json:"strategies"`
 	// Partial marks results of an interrupted run.
 	Partial bool `json:"partial,omitempty"`
+	// ReadFrom lists the scenario's fields read from configuration files
+	// (a strategy's or an edge's from:), each with where it came from;
+	// absent when there is none.
+	ReadFrom []ReadField `json:"read_from,omitempty"`
 }
 
 // Window is an outage: from StartS to EndS seconds, in a mode (refuse,
@@ -124,4 +128,14 @@ func RecoveryOf(runs, recovered, nothingLeft int) string {
 type Engine struct {
 	Events int64   `json:"events"`
 	WallS  float64 `json:"wall_s"`
+}
+
+// ReadField is a scenario field read from a configuration file.
+type ReadField struct {
+	// Field is the scenario's field path, such as
+	// strategies[1].max_attempts.
+	Field string `json:"field"`
+	// At is where it was read: FILE:LINE:COL: PATH, and for a default the
+	// reader filled in, the document that sets it.
+	At string `json:"at"`
 }

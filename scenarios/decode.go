@@ -16,6 +16,8 @@ import (
 	goyaml "github.com/goccy/go-yaml"
 	goyamlparser "github.com/goccy/go-yaml/parser"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/zeontools/herdlab/configs"
 )
 
 // Limits on what Parse accepts, so that a hostile or mistaken file cannot
@@ -32,21 +34,35 @@ type Error struct {
 	File      string
 	Line, Col int
 	Path      string // field path, such as strategies[2].backoff.cap; empty for the file itself
-	Msg       string
+	// Origin, for a value read from a configuration file (from:), is
+	// its path in that file's terms; File, Line and Col are then that
+	// file's, and the text is `FILE:LINE:COL: ORIGIN (PATH): ...`.
+	Origin string
+	Msg    string
 }
 
 func (e *Error) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s:%d:%d: ", e.File, e.Line, e.Col)
-	if e.Path != "" {
+	switch {
+	case e.Origin != "" && e.Path != "":
+		b.WriteString(e.Origin + " (" + e.Path + "): ")
+	case e.Origin != "":
+		b.WriteString(e.Origin + ": ")
+	case e.Path != "":
 		b.WriteString(e.Path + ": ")
 	}
 	b.WriteString(e.Msg)
 	return b.String()
 }
 
-// pos is a position in the file, 1-based.
-type pos struct{ line, col int }
+// pos is a position in the file, 1-based; for a value read from a
+// configuration file (from:), line and col are where from: was written
+// and o is where the value came from.
+type pos struct {
+	line, col int
+	o         *configs.Pos
+}
 
 // decoder turns a YAML node tree into Go values strictly: unknown keys,
 // duplicate keys, wrong types and bad durations are errors, and every
@@ -60,6 +76,26 @@ type decoder struct {
 	more  bool // more than maxErrors problems
 	bomb  bool // more than maxNodes nodes: that is the only problem reported
 	memo  *decodeMemo
+	// origin holds where the nodes that from: made came from.
+	origin map[*yaml.Node]configs.Pos
+}
+
+// posOf returns where n was written.
+func (d *decoder) posOf(n *yaml.Node) pos {
+	p := pos{line: n.Line, col: n.Column}
+	if o, ok := d.origin[n]; ok {
+		p.o = &o
+	}
+	return p
+}
+
+// errorAt records a problem with the field path, at p.
+func (d *decoder) errorAt(p pos, path, msg string) {
+	e := &Error{File: d.file, Line: p.line, Col: p.col, Path: path, Msg: msg}
+	if p.o != nil {
+		e.File, e.Line, e.Col, e.Origin = p.o.File, p.o.Line, p.o.Col, p.o.Path
+	}
+	d.add(e)
 }
 
 // decodeMemo keeps the values decoded from mappings and lists, for the
@@ -108,7 +144,7 @@ type defaulter interface {
 var durationType = reflect.TypeFor[time.Duration]()
 
 func (d *decoder) failAt(n *yaml.Node, path, format string, args ...any) {
-	d.add(&Error{File: d.file, Line: n.Line, Col: n.Column, Path: path, Msg: fmt.Sprintf(format, args...)})
+	d.errorAt(d.posOf(n), path, fmt.Sprintf(format, args...))
 }
 
 // add records a problem; past maxErrors it only notes that there are
@@ -154,7 +190,7 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 	key := memoKey{n, v.Type(), path}
 	if m, ok := d.memo.values[key]; ok && d.nodes+m.nodes <= maxNodes {
-		d.where[path] = pos{n.Line, n.Column}
+		d.where[path] = d.posOf(n)
 		d.nodes += m.nodes
 		v.Set(m.v)
 		return
@@ -187,7 +223,7 @@ func (d *decoder) decodeNode(n *yaml.Node, v reflect.Value, path string) {
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
 	}
-	d.where[path] = pos{n.Line, n.Column}
+	d.where[path] = d.posOf(n)
 	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" { // ShortTag resolves the plain scalars With makes
 		return // `key:` or `key: ~` leaves the default
 	}

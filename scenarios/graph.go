@@ -367,7 +367,7 @@ func (o *ServiceOverrides) decodeNode(d *decoder, n *yaml.Node, path string) boo
 		}
 		so := &ServiceOverride{}
 		so.Service.setDefaults()
-		d.where[sub] = pos{val.Line, val.Column}
+		d.where[sub] = d.posOf(val)
 		so.written = d.partial(val, sub, reflect.ValueOf(&so.Service).Elem(), notOverridable, "not changed by a strategy")
 		o.ByName[key.Value] = so
 		o.order = append(o.order, key.Value)

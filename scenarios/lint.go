@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -9,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/zeontools/herdlab/configs"
 	"github.com/zeontools/herdlab/strategies"
 )
 
@@ -107,6 +109,49 @@ var (
 		"one. Make inner timeouts shorter than outer ones, or set deadline_propagation."}
 )
 
+// The rules for what configuration files say (see From).
+var (
+	ruleConfigClamped = LintRule{ID: "HL015", Name: "config-clamped", Doc: "A value that the configuration's own project " +
+		"silently changes: a gRPC retryPolicy or hedgingPolicy maxAttempts above 5, which gRPC treats as 5 (gRFC A6). " +
+		"The file says one thing and the system does another; herdlab runs what the system does. Write the value it runs."}
+	rulePerTryTimeout = LintRule{ID: "HL016", Name: "per-try-timeout-not-shorter", Doc: "A per-try timeout not shorter " +
+		"than the route's own timeout (Envoy per_try_timeout, Istio perTryTimeout, against the route's timeout): the " +
+		"first attempt can use the whole deadline, so there is never time for the retries the policy allows, and a slow " +
+		"upstream gets no second chance. Make per-try timeouts a fraction of the route's."}
+	ruleNonIdempotent = LintRule{ID: "HL017", Name: "non-idempotent-retries", Doc: "Retries of a method that is not idempotent " +
+		"(a route matching POST or PATCH, retried on 5xx, reset or timeout): an attempt that timed out or was reset may " +
+		"have been done, and the retry does it again (article section 7: make the operation idempotent, with a key, " +
+		"before retrying it)."}
+	ruleUnreachableBudget = LintRule{ID: "HL018", Name: "budget-never-binds", Doc: "An Envoy retry budget whose floor, " +
+		"min_retry_concurrency, is above what the route can ever have in flight: the budget then allows every retry and " +
+		"limits nothing, though the file looks protected. Lower the floor below the concurrency the route can reach."}
+)
+
+// hazardRules maps the hazards of package configs to their rules; a
+// hazard of a kind not here is one that other rules see in the values
+// (a mesh without budgets: HL010, HL008).
+var hazardRules = map[string]LintRule{
+	configs.HazardClamped:           ruleConfigClamped,
+	configs.HazardPerTryTimeout:     rulePerTryTimeout,
+	configs.HazardNonIdempotent:     ruleNonIdempotent,
+	configs.HazardUnreachableBudget: ruleUnreachableBudget,
+}
+
+// lintHazards reports the hazards the readers of from: found, each at its
+// place in its file, for the strategy or edge that read it.
+func (s *Scenario) lintHazards(add func(r LintRule, path string, at configs.Pos, msg string)) {
+	if s.src == nil || s.src.from == nil {
+		return
+	}
+	for _, path := range slices.Sorted(maps.Keys(s.src.from.hazards)) {
+		for _, h := range s.src.from.hazards[path] {
+			if r, ok := hazardRules[h.Rule]; ok {
+				add(r, path, h.Pos, h.Msg)
+			}
+		}
+	}
+}
+
 // maxAmplification is the worst-case attempts per fleet request above
 // which HL011 warns.
 const maxAmplification = 100
@@ -134,6 +179,10 @@ var LintRules = []LintRule{
 	ruleInnerTimeout,
 	ruleHedgeNoBudget,
 	ruleSharedBudgetTooSmall,
+	ruleConfigClamped,
+	rulePerTryTimeout,
+	ruleNonIdempotent,
+	ruleUnreachableBudget,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.
@@ -182,10 +231,20 @@ func Lint(s *Scenario) []Finding {
 	}
 	var out []Finding
 	add := func(r LintRule, path, format string, args ...any) {
-		line, col := s.Position(path)
-		out = append(out, Finding{Rule: r, File: s.File(), Path: path, Line: line, Col: col,
-			Msg: fmt.Sprintf(format, args...), Silenced: silenced[r.ID]})
+		f := Finding{Rule: r, File: s.File(), Path: path, Msg: fmt.Sprintf(format, args...), Silenced: silenced[r.ID]}
+		f.Line, f.Col = s.Position(path)
+		if o, ok := s.Origin(path); ok {
+			// Read from a configuration file: the finding is about what
+			// that file says, so it is placed there.
+			f.File, f.Line, f.Col = o.File, o.Line, o.Col
+			f.Msg = o.Path + ": " + f.Msg
+		}
+		out = append(out, f)
 	}
+	s.lintHazards(func(r LintRule, path string, at configs.Pos, msg string) {
+		out = append(out, Finding{Rule: r, File: at.File, Path: path, Line: at.Line, Col: at.Col,
+			Msg: at.Path + ": " + msg, Silenced: silenced[r.ID]})
+	})
 	inFlight, fleet := s.Workload.inFlight()
 	// An attempt takes at least a round trip of the network: retries
 	// wait that long whatever their backoff.
@@ -262,6 +321,11 @@ func Lint(s *Scenario) []Finding {
 				"hedging without a budget: when every request is slow every one is hedged, up to %d copies each, just when the server "+
 					"is slowest, and a spike can latch it; give the strategy a budget, or silence HL013 with a reason", 1+st.Hedge.Max)
 		}
+		if n, who, ok := s.budgetHolders(st); ok && st.Budget.MinConcurrency >= n {
+			add(ruleUnreachableBudget, path+".budget.min_concurrency",
+				"envoy budget's floor of %d retries in flight is not below the %s attempts %s can have in flight: it allows every retry "+
+					"and limits nothing; lower min_concurrency, or silence HL018 with a reason", st.Budget.MinConcurrency, count(n), who)
+		}
 		if perSecond, who, ok := s.sharedRetryRate(st); ok && perSecond < 1 {
 			add(ruleSharedBudgetTooSmall, path+".budget",
 				"%s budget allows at most %.2g retries a second to %s in an outage where calls fail fast: a blip exhausts it and "+
@@ -274,6 +338,9 @@ func Lint(s *Scenario) []Finding {
 	}
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
+		if a.File != b.File { // the scenario's own findings first, then each file's
+			return a.File == s.File() || (b.File != s.File() && a.File < b.File)
+		}
 		if a.Line != b.Line {
 			return a.Line < b.Line
 		}
@@ -319,6 +386,30 @@ func (w Workload) inFlight() (n int, fleet string) {
 		n = min(n, w.Requests)
 	}
 	return n, fmt.Sprintf("%s, %s x %s", requests, lintCount(w.Senders, "sender"), lintCount(w.Workers, "worker"))
+}
+
+// budgetHolders returns, for an envoy budget, the most attempts the
+// senders that hold it can have in flight, and who they are; false for
+// other budgets, or when that is not bounded.
+func (s *Scenario) budgetHolders(st Strategy) (int, string, bool) {
+	b, w := st.Budget, s.Workload
+	if b == nil || b.Kind != "envoy" {
+		return 0, "", false
+	}
+	fleet, _ := w.inFlight()
+	perSender := w.Workers
+	if w.Clients != nil {
+		perSender = 1
+	}
+	switch {
+	case b.Scope == ScopeFleet && fleet > 0 && fleet < math.MaxInt:
+		return fleet, "the whole fleet", true
+	case b.Scope == ScopeGroup && perSender > 0:
+		return b.GroupSize * perSender, fmt.Sprintf("each group of %s", lintCount(b.GroupSize, "sender")), true
+	case (b.Scope == "" || b.Scope == ScopeSender) && perSender > 0:
+		return perSender, "each sender", true
+	}
+	return 0, "", false
 }
 
 // sharedRetryRate returns, for an envoy or finagle budget, the retries a

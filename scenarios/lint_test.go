@@ -212,6 +212,26 @@ var lintSteps = map[string][]lintStep{
 		{"envoy: 3 retries held 1 s each", "{senders: 100, arrival: {kind: poisson, rate: 100}}",
 			[]string{"backoff: {kind: full-jitter, base: 1s}", "max_attempts: 3", "budget: {kind: envoy, scope: fleet}"}, nil},
 	},
+	"HL018": {
+		// 10 senders x 10 workers: at most 100 attempts in flight.
+		{"a fleet floor of 100 over 100 in flight", "{requests: 1000, senders: 10, workers: 10}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 100, scope: fleet}"},
+			[]string{"HL018 strategies[0].budget.min_concurrency 7:39"}},
+		{"a fleet floor of 99", "{requests: 1000, senders: 10, workers: 10}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 99, scope: fleet}"}, nil},
+		// Envoy's default floor of 3, per sender of 2 workers: placed at
+		// the budget, as the floor is not written.
+		{"the default floor per sender of 2 workers", "{requests: 1000, senders: 10, workers: 2}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy}"},
+			[]string{"HL018 strategies[0].budget.min_concurrency 7:13"}},
+		{"the default floor per sender of 4 workers", "{requests: 1000, senders: 10, workers: 4}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy}"}, nil},
+		{"a group of 2 senders of 1 worker, floor 2", "{requests: 1000, senders: 10, workers: 1}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 2, scope: group, group_size: 2}"},
+			[]string{"HL018 strategies[0].budget.min_concurrency 7:39"}},
+		{"senders without a worker limit are not bounded", "{requests: 1000, senders: 10}",
+			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 50}"}, nil},
+	},
 	"HL009": {
 		{"a fixed 1ns delay, unlimited attempts", oneRequest,
 			[]string{"backoff: {kind: fixed, delay: 1ns}"},
@@ -366,7 +386,7 @@ func TestLintRules(t *testing.T) {
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
 		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 14)
+	assert.Len(t, LintRules, 18)
 }
 
 func TestLintMessages(t *testing.T) {

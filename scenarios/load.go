@@ -32,7 +32,7 @@ func LoadContext(ctx context.Context, path string) (*Scenario, error) {
 	if err != nil {
 		return nil, &Error{File: path, Line: 1, Col: 1, Msg: fmt.Sprintf("cannot read: %v", err)}
 	}
-	return ParseContext(ctx, path, data)
+	return parse(ctx, path, data, readNear(path))
 }
 
 // Parse decodes and validates a scenario from data, naming it file in
@@ -42,8 +42,16 @@ func Parse(file string, data []byte) (*Scenario, error) {
 	return ParseContext(context.Background(), file, data)
 }
 
-// ParseContext is Parse, stopped by ctx (see LoadContext).
+// ParseContext is Parse, stopped by ctx (see LoadContext). A scenario
+// parsed from bytes has no directory: a from: that names a
+// configuration file is refused (Load reads them).
 func ParseContext(ctx context.Context, file string, data []byte) (*Scenario, error) {
+	return parse(ctx, file, data, nil)
+}
+
+// parse is ParseContext, reading the configuration files that from:
+// names with read (nil: none may be named).
+func parse(ctx context.Context, file string, data []byte, read readFile) (*Scenario, error) {
 	fail := func(line int, format string, args ...any) (*Scenario, error) {
 		return nil, &Error{File: file, Line: line, Col: 1, Msg: fmt.Sprintf(format, args...)}
 	}
@@ -77,7 +85,12 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Scenario, err
 		return fail(doc.Line, "want a mapping of scenario fields at the top, got %s", kindName(doc))
 	}
 
-	s, err := build(file, doc, 0)
+	rd := &decoder{file: file, where: map[string]pos{}}
+	from := rd.resolveFrom(doc, read)
+	if err := rd.err(); err != nil {
+		return nil, err
+	}
+	s, err := buildWith(file, doc, 0, nil, from)
 	if err != nil {
 		return nil, err
 	}
@@ -96,24 +109,27 @@ func ParseContext(ctx context.Context, file string, data []byte) (*Scenario, err
 // fields is how many field paths the file is expected to have, 0 if
 // unknown.
 func build(file string, doc *yaml.Node, fields int) (*Scenario, error) {
-	return buildWith(file, doc, fields, nil)
+	return buildWith(file, doc, fields, nil, nil)
 }
 
 // buildWith is build, with the values decoded from the nodes in memo
-// where it has them (nil: none).
-func buildWith(file string, doc *yaml.Node, fields int, memo *decodeMemo) (*Scenario, error) {
+// where it has them (nil: none), and what from: read (nil: nothing).
+func buildWith(file string, doc *yaml.Node, fields int, memo *decodeMemo, from *resolved) (*Scenario, error) {
 	s := Default()
 	d := &decoder{file: file, where: make(map[string]pos, fields), memo: memo}
+	if from != nil {
+		d.origin = from.origin
+	}
 	d.decode(doc, reflect.ValueOf(&s).Elem(), "")
 	if _, graph := d.where["services"]; graph {
 		if p, both := d.where["server"]; both {
-			d.add(&Error{File: file, Line: p.line, Col: p.col, Path: "server", Msg: "a scenario has server (one service) or services (a graph), not both"})
+			d.errorAt(p, "server", "a scenario has server (one service) or services (a graph), not both")
 		}
 		if s.Services == nil {
 			s.Services = []Service{} // written empty: reported by Validate
 		}
 	} else if p, ok := d.where["workload.target"]; ok {
-		d.add(&Error{File: file, Line: p.line, Col: p.col, Path: "workload.target", Msg: "names a service of services; a scenario with server has one"})
+		d.errorAt(p, "workload.target", "names a service of services; a scenario with server has one")
 	}
 	if s.Name == "" {
 		s.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
@@ -124,7 +140,7 @@ func buildWith(file string, doc *yaml.Node, fields int, memo *decodeMemo) (*Scen
 	if err := d.err(); err != nil {
 		return nil, err
 	}
-	s.src = &source{file: file, where: d.where, root: doc}
+	s.src = &source{file: file, where: d.where, root: doc, from: from}
 	return &s, nil
 }
 
@@ -166,7 +182,7 @@ func (d *decoder) place(err error) {
 			continue
 		}
 		p := d.locate(fe.Path)
-		d.add(&Error{File: d.file, Line: p.line, Col: p.col, Path: fe.Path, Msg: fe.Msg})
+		d.errorAt(p, fe.Path, fe.Msg)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/zeontools/herdlab/configs"
 )
 
 // Scenario is one scenario file: a fleet of senders, a server with finite
@@ -67,6 +69,7 @@ type source struct {
 	file  string
 	where map[string]pos
 	root  *yaml.Node // the top-level mapping, which With copies and changes; never changed itself
+	from  *resolved  // what from: read, nil if nothing
 }
 
 // File returns the file the scenario was loaded from, or "" for one built
@@ -87,6 +90,53 @@ func (s *Scenario) Position(path string) (line, col int) {
 	}
 	p := locate(s.src.where, path)
 	return p.line, p.col
+}
+
+// Origin returns, for a field read from a configuration file (from:),
+// or within one, where in that file it came from; false for a field
+// written in the scenario.
+func (s *Scenario) Origin(path string) (configs.Pos, bool) {
+	if s.src == nil {
+		return configs.Pos{}, false
+	}
+	if p := locate(s.src.where, path); p.o != nil {
+		return *p.o, true
+	}
+	return configs.Pos{}, false
+}
+
+// ReadField is a field of a scenario read from a configuration file.
+type ReadField struct {
+	Field string // the scenario's field path
+	At    configs.Pos
+}
+
+// ReadFrom returns the fields of s read from configuration files (see
+// From), in the order of their field paths; none for a scenario that
+// reads none.
+func (s *Scenario) ReadFrom() []ReadField {
+	if s.src == nil || s.src.from == nil {
+		return nil
+	}
+	var out []ReadField
+	for path, p := range s.src.where {
+		if p.o != nil && !hasLeaf(s.src.where, path) {
+			out = append(out, ReadField{Field: path, At: *p.o})
+		}
+	}
+	slices.SortFunc(out, func(a, b ReadField) int { return strings.Compare(a.Field, b.Field) })
+	return out
+}
+
+// hasLeaf reports whether a field within path was recorded: path is a
+// mapping, not a value.
+func hasLeaf(where map[string]pos, path string) bool {
+	for p := range where {
+		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
 }
 
 // Default returns a scenario with every default set and no strategy.

@@ -53,6 +53,9 @@ type Strategy struct {
 	// of the graph: the strategy compares deployments (a queue
 	// discipline, a balancer, more replicas) as well as retry policies.
 	Services ServiceOverrides `yaml:"services"`
+	// From, when set, names the configuration file the policy is read
+	// from (see From); the fields written beside it override the file's.
+	From *From `yaml:"from"`
 }
 
 // NewStrategy returns a strategy with every default set.

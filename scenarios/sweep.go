@@ -588,7 +588,7 @@ func (s *Scenario) with(settings []Setting, memo *decodeMemo) (*Scenario, error)
 	if memo != nil {
 		fields = 0 // the positions inside what it has are not recorded
 	}
-	v, err := buildWith(s.src.file, root, fields, memo)
+	v, err := buildWith(s.src.file, root, fields, memo, s.src.from)
 	if err != nil {
 		return nil, err
 	}
@@ -971,7 +971,7 @@ func (s *Scenario) checkPoints(ctx context.Context) error {
 // placeAt records a problem at the position of field.
 func (d *decoder) placeAt(field, msg string) {
 	p := d.locate(field)
-	d.add(&Error{File: d.file, Line: p.line, Col: p.col, Path: field, Msg: msg})
+	d.errorAt(p, field, msg)
 }
 
 // relativeTo returns the error's path and message, the message alone

@@ -182,6 +182,9 @@ func Summary(sc *scenarios.Scenario, runs []*results.Run) *results.Summary {
 			summary.Outages = append(summary.Outages, results.Window{StartS: o.Start.Seconds(), EndS: o.End().Seconds(), Mode: o.Mode})
 		}
 	}
+	for _, f := range sc.ReadFrom() {
+		summary.ReadFrom = append(summary.ReadFrom, results.ReadField{Field: f.Field, At: f.At.String()})
+	}
 	setup := Setup(sc)
 	if !math.IsInf(setup.Capacity, 1) {
 		summary.CapacityPerS = &setup.Capacity

@@ -52,6 +52,7 @@ var commands = map[string]*command{
 	"merge":    mergeCmd,
 	"sweep":    sweepCmd,
 	"dlq":      dlqCmd,
+	"import":   importCmd,
 	"replay":   replayCmd,
 	"serve":    serveCmd,
 	"run":      runCmd,

@@ -1,0 +1,148 @@
+package scenarios
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// writeScenario writes a scenario beside a copy of the gRPC service
+// config of testdata/from, and returns its path.
+func writeScenario(t *testing.T, strategies string) string {
+	t.Helper()
+	dir := t.TempDir()
+	sc, err := os.ReadFile("testdata/from/service-config.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "service-config.json"), sc, 0o644))
+	head := "server: {concurrency: 10, outages: [{start: 10s, duration: 10s, mode: refuse}]}\n" +
+		"duration: 1m\nworkload: {requests: 200, arrival: {kind: poisson, rate: 10}}\nstrategies:\n"
+	path := filepath.Join(dir, "s.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(head+strategies), 0o644))
+	return path
+}
+
+func TestFromReadsTheFile(t *testing.T) {
+	s, err := Load("testdata/from/grpc.yaml")
+	require.NoError(t, err)
+	st := s.Strategies[0]
+	assert.Equal(t, 4, st.MaxAttempts)
+	assert.Equal(t, Backoff{Kind: BackoffFullJitter, Base: 100 * time.Millisecond, Cap: time.Second, Multiplier: 2, Jitter: 0.2}, st.Backoff)
+	assert.Equal(t, 2*time.Second, st.Timeout)
+	require.NotNil(t, st.Budget)
+	assert.Equal(t, "tokens", st.Budget.Kind)
+	assert.Equal(t, 10.0, st.Budget.MaxTokens)
+	assert.Equal(t, 0.1, st.Budget.TokenRatio)
+	require.NotNil(t, st.From)
+	assert.Equal(t, "shop.Orders/Get", st.From.Method)
+
+	// Each value is placed at its key in the file; the scenario's own
+	// position of the field is where from: was written.
+	at, ok := s.Origin("strategies[0].max_attempts")
+	require.True(t, ok)
+	assert.Equal(t, "testdata/from/service-config.json:7:9: methodConfig[0].retryPolicy.maxAttempts", at.String())
+	line, col := s.Position("strategies[0].max_attempts")
+	assert.Equal(t, [2]int{11, 5}, [2]int{line, col})
+	at, ok = s.Origin("strategies[0].budget.max_tokens")
+	require.True(t, ok)
+	assert.Equal(t, "testdata/from/service-config.json:25:23", strings.Join(strings.SplitN(at.String(), ":", 4)[:3], ":"))
+	_, ok = s.Origin("workload.requests")
+	assert.False(t, ok, "a field written in the scenario has no origin")
+
+	// The report lists them.
+	var fields []string
+	for _, f := range s.ReadFrom() {
+		fields = append(fields, f.Field)
+	}
+	assert.Contains(t, fields, "strategies[0].max_attempts")
+	assert.Contains(t, fields, "strategies[0].backoff.base")
+	assert.NotContains(t, fields, "strategies[0].backoff", "a mapping is listed by its fields")
+}
+
+func TestFieldsBesideFromOverride(t *testing.T) {
+	from := "    from: {grpc_service_config: service-config.json, method: shop.Orders/Get}\n"
+	for _, tt := range []struct {
+		name, beside string
+		check        func(t *testing.T, st Strategy)
+	}{
+		{"a field", "    max_attempts: 2\n", func(t *testing.T, st Strategy) {
+			assert.Equal(t, 2, st.MaxAttempts)
+			assert.Equal(t, 100*time.Millisecond, st.Backoff.Base, "the others are the file's")
+		}},
+		{"a field of a mapping, the rest kept", "    backoff: {cap: 5s}\n", func(t *testing.T, st Strategy) {
+			assert.Equal(t, Backoff{Kind: BackoffFullJitter, Base: 100 * time.Millisecond, Cap: 5 * time.Second, Multiplier: 2, Jitter: 0.2}, st.Backoff)
+		}},
+		{"a kind of its own replaces the mapping", "    backoff: {kind: fixed, delay: 1s}\n", func(t *testing.T, st Strategy) {
+			assert.Equal(t, BackoffFixed, st.Backoff.Kind)
+			assert.Equal(t, time.Second, st.Backoff.Delay)
+		}},
+		{"written before from", "", nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			text := "  - name: s\n" + from + tt.beside
+			if tt.check == nil {
+				text = "  - name: s\n    max_attempts: 2\n" + from
+			}
+			s, err := Load(writeScenario(t, text))
+			require.NoError(t, err)
+			if tt.check == nil {
+				assert.Equal(t, 2, s.Strategies[0].MaxAttempts, "the order of the fields does not matter")
+				_, ok := s.Origin("strategies[0].max_attempts")
+				assert.False(t, ok, "an overriding field is the scenario's")
+				return
+			}
+			tt.check(t, s.Strategies[0])
+		})
+	}
+}
+
+func TestFromProblemsArePlacedInTheFile(t *testing.T) {
+	for _, tt := range []struct{ name, strategy, want string }{
+		// A base written beside from: above the file's maxBackoff: the
+		// cap is refused where the file sets it.
+		{"a value read, refused", "  - name: s\n    from: {grpc_service_config: service-config.json, method: shop.Orders/Get}\n    backoff: {base: 5s}\n",
+			"service-config.json:9:9: methodConfig[0].retryPolicy.maxBackoff (strategies[0].backoff.cap): must be >= base (5s), got 1s"},
+		{"no such method", "  - name: s\n    from: {grpc_service_config: service-config.json, method: shop.Orders/Put}\n",
+			"strategies[0].from"},
+		{"no such file", "  - name: s\n    from: {grpc_service_config: nothere.json, method: shop.Orders/Get}\n",
+			"s.yaml:5:11: strategies[0].from.grpc_service_config: cannot read nothere.json: no such file or directory"},
+		{"two files", "  - name: s\n    from: {grpc_service_config: a.json, envoy: b.yaml, method: x.Y}\n",
+			"s.yaml:5:11: strategies[0].from: want exactly one file, named by one of grpc_service_config, envoy, istio, linkerd, aws; got 2"},
+		{"a selector missing", "  - name: s\n    from: {envoy: b.yaml}\n",
+			"s.yaml:5:11: strategies[0].from: envoy needs route: the route in the file to read"},
+		{"an unknown key", "  - name: s\n    from: {grpc: a.json}\n",
+			"s.yaml:5:12: strategies[0].from.grpc: unknown field"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Load(writeScenario(t, tt.strategy))
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.want)
+		})
+	}
+}
+
+func TestFromNeedsTheScenarioOnDisk(t *testing.T) {
+	data, err := os.ReadFile("testdata/from/grpc.yaml")
+	require.NoError(t, err)
+	_, err = Parse("grpc.yaml", data)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "grpc.yaml:11:5: strategies[0].from: from: reads a configuration file, so the scenario must be read from disk")
+}
+
+func TestASweepVariesAFieldBesideFrom(t *testing.T) {
+	path := writeScenario(t, "  - name: s\n    from: {grpc_service_config: service-config.json, method: shop.Orders/Get}\n"+
+		"sweep:\n  metric: peak_load_ratio\n  vary: [{path: \"strategies[0].max_attempts\", values: [2, 3]}]\n")
+	s, err := Load(path)
+	require.NoError(t, err)
+	for _, n := range []int{2, 3} {
+		p, err := s.With(Setting{Path: "strategies[0].max_attempts", Value: strconv.Itoa(n)})
+		require.NoError(t, err)
+		assert.Equal(t, n, p.Strategies[0].MaxAttempts)
+		assert.Equal(t, 100*time.Millisecond, p.Strategies[0].Backoff.Base, "the point keeps what the file says")
+	}
+}
