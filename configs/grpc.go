@@ -116,7 +116,7 @@ func readGRPC(ref Ref, data []byte) (*Policy, error) {
 			return clonePolicy(p), nil
 		}
 	}
-	return nil, &Error{Pos: Pos{File: ref.File, Line: 1, Col: 1}, Msg: fmt.Sprintf(
+	return nil, &Error{Pos: Pos{File: ref.File, Line: 1, Col: 1, Path: "methodConfig"}, Msg: fmt.Sprintf(
 		"no methodConfig names %q, its service or every method (the names are %s): gRPC would not retry it",
 		ref.Name, quoteNames(f.names))}
 }
