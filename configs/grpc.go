@@ -47,12 +47,16 @@ const (
 )
 
 // grpcMaxAttempts is the most attempts gRPC makes, whatever maxAttempts
-// says (gRFC A6: "If maxAttempts is greater than 5, it will be treated as
-// 5"; grpc-go v1.85.0 dialoptions.go defaultMaxCallAttempts = 5).
+// says (gRFC A6, "Limits on Retries and Hedges": maxAttempts has "by
+// default, a client-side maximum value of 5", and "higher values will be
+// treated as equal to the maximum value"; grpc-go v1.85.0 dialoptions.go
+// defaultMaxCallAttempts = 5). A client can raise it (grpc-go
+// WithMaxCallAttempts, a channel argument elsewhere); the file cannot.
 const grpcMaxAttempts = 5
 
-// grpcMaxTokens bounds retryThrottling.maxTokens (gRFC A6: "maxTokens ...
-// must be in the range (0, 1000]"; grpc-go v1.85.0 parseServiceConfig).
+// grpcMaxTokens bounds retryThrottling.maxTokens (A6 asks only that it be
+// greater than zero; grpc-go v1.85.0 parseServiceConfig refuses
+// "maxTokens (%v) out of range (0, 1000]").
 const grpcMaxTokens = 1000
 
 // grpcHedgeAtOnce is the hedge delay herdlab is given for a hedgingDelay
@@ -481,8 +485,10 @@ func (r *grpcReader) hedge(p *Policy, k, hp *yaml.Node, path string) {
 		return
 	}
 	attempts, attemptsPos := r.attempts(p, ka, va, path+".maxAttempts")
-	// A hedgingDelay of 0, the default, sends every copy at once.
-	delay, delayPos := time.Duration(0), r.dflt(hp, path, docA6+": hedgingDelay defaults to 0, every copy at once")
+	// A hedgingDelay of 0, the default, sends every copy at once. (A6
+	// allows it unset; grpc-java refuses a hedgingPolicy without it,
+	// "hedgingDelay cannot be empty": write it.)
+	delay, delayPos := time.Duration(0), r.dflt(hp, path, docA6+": hedgingDelay \"0s\", or leave unset, to immediately send all maxAttempts RPCs")
 	if kd, vd := field(hp, "hedgingDelay"); kd != nil {
 		d, ok := r.duration(kd, vd, path+".hedgingDelay")
 		delayPos = at(r.file, kd, path+".hedgingDelay")
@@ -503,14 +509,14 @@ func (r *grpcReader) hedge(p *Policy, k, hp *yaml.Node, path string) {
 		return
 	}
 	// A hedged call is one herdlab attempt with copies: it is not retried
-	// when every copy fails (A6: hedging "does not retry").
-	p.Set("max_attempts", 1, r.dflt(hp, path, docA6+": a hedged RPC is not retried once all its copies failed"))
+	// when every copy fails.
+	p.Set("max_attempts", 1, r.dflt(hp, path, docA6+": if all instances of a hedged RPC fail, there are no additional retry attempts"))
 	if delay == 0 {
 		delay = grpcHedgeAtOnce
 	}
 	p.Set("hedge.delay", delay, delayPos)
 	p.Set("hedge.max", attempts-1, attemptsPos)
-	p.Set("hedge.cancel", true, r.dflt(hp, path, docA6+": the other copies are cancelled once one commits"))
+	p.Set("hedge.cancel", true, r.dflt(hp, path, docA6+": when a non-error response is received, all outstanding hedged requests are canceled"))
 }
 
 // attempts reads a maxAttempts: an integer >= 2, clamped to 5.
@@ -552,7 +558,7 @@ func (r *grpcReader) throttling(k, v *yaml.Node) []Value {
 	}
 	km, vm := field(v, "maxTokens")
 	if km == nil {
-		r.e.at(at(r.file, k, path), "retryThrottling.maxTokens is required and must be in (0, %d] (gRFC A6; grpc-go refuses the service config)%s", grpcMaxTokens, hint("maxTokens"))
+		r.e.at(at(r.file, k, path), "retryThrottling.maxTokens is required and must be in (0, %d] (gRFC A6, grpc-go; grpc-go refuses the service config)%s", grpcMaxTokens, hint("maxTokens"))
 		bad = true
 	} else {
 		pos := at(r.file, km, path+".maxTokens")
@@ -562,7 +568,7 @@ func (r *grpcReader) throttling(k, v *yaml.Node) []Value {
 			r.e.at(pos, "maxTokens must be a number, got %s", show(vm))
 			bad = true
 		case x <= 0 || x > grpcMaxTokens:
-			r.e.at(pos, "maxTokens (%s) out of range (0, %d] (gRFC A6; grpc-go refuses the service config)", vm.Value, grpcMaxTokens)
+			r.e.at(pos, "maxTokens (%s) out of range (0, %d] (grpc-go refuses the service config)", vm.Value, grpcMaxTokens)
 			bad = true
 		default:
 			out = append(out, Value{Field: "budget.max_tokens", Value: x, Pos: pos})
@@ -635,7 +641,16 @@ func (r *grpcReader) codes(k, v *yaml.Node, path string) []string {
 				r.e.at(at(r.file, c, fmt.Sprintf("%s[%d]", path, j)), "invalid code: %d (grpc-go refuses the service config)", n)
 				continue
 			}
+			if n == 0 {
+				r.e.at(at(r.file, c, fmt.Sprintf("%s[%d]", path, j)), "%s must not contain OK (grpc-java refuses the service config)", path[strings.LastIndexByte(path, '.')+1:])
+				continue
+			}
 			names = append(names, grpcCodes[n])
+			continue
+		}
+		if c.Value == "OK" {
+			// grpc-java ServiceConfigUtil: "%s must not contain OK".
+			r.e.at(at(r.file, c, fmt.Sprintf("%s[%d]", path, j)), "%s must not contain OK (grpc-java refuses the service config)", path[strings.LastIndexByte(path, '.')+1:])
 			continue
 		}
 		if c.Tag != "!!str" || !slices.Contains(grpcCodes, c.Value) {

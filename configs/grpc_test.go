@@ -217,6 +217,10 @@ func TestGRPCRefusals(t *testing.T) {
 		src:  grpcRetry(`{"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILBLE", 17, "14"]}`),
 		want: []string{`3:132: invalid code: "UNAVAILBLE"`, "3:146: invalid code: 17", `3:150: invalid code: "14"`},
 	}, {
+		name: "OK is no failure: grpc-java refuses it, by name or number",
+		src:  `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 2, "nonFatalStatusCodes": ["OK", 0]}}]}`,
+		want: []string{"1:94: nonFatalStatusCodes must not contain OK", "1:100: nonFatalStatusCodes must not contain OK"},
+	}, {
 		name: "an empty code list",
 		src:  grpcRetry(`{"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": []}`),
 		want: []string{"3:107: retryableStatusCodes must not be empty"},
