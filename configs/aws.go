@@ -73,7 +73,7 @@ const (
 	awsNoRetryIncrement  = 1.0                   // DefaultNoRetryIncrement
 	awsLegacyAttempts    = 5                     // botocore/data/_retry.json "max_attempts": 5 (boto3 guide: "A default value of 5 for maximum attempts (including the initial request)")
 	awsLegacyBase        = time.Second           // botocore retryhandler.py delay_exponential: base "rand", random() seconds
-	awsLegacyMaxCapShift = 30                    // 2^30 s: beyond any scenario
+	awsLegacyMaxCapShift = 28                    // 2^28 s, 8.5 years: past any run, within the 10 years a scenario's durations take
 	awsMultiplier        = 2.0                   // both modes: growth factor 2
 )
 
@@ -321,7 +321,7 @@ func awsPolicy(file, name string, s *iniSection) (*Policy, error) {
 		// U(0, 2^k s) for herdlab's k = n-1, herdlab's full-jitter with a
 		// 1 s base, exactly. herdlab's backoff has a cap; the one given
 		// is the longest wait the attempts allow, 2^(attempts-2) s, so it
-		// never binds (at most 2^30 s, past any run). No quota: a
+		// never binds (at most 2^28 s, past any run). No quota: a
 		// HazardNoBudget.
 		shift := min(max(attempts-2, 0), awsLegacyMaxCapShift)
 		legacy := docBotocore + " retryhandler.py delay_exponential: random() * 2^(attempts-1) s"

@@ -80,10 +80,10 @@ func TestAWSDefaults(t *testing.T) {
 		want:    join(row{"max_attempts", 2, false}, awsLegacyRows(time.Second), pushback),
 		hazards: []string{"no-budget 2:1"},
 	}, {
-		name:    "legacy's cap stops at 2^30 s",
+		name:    "legacy's cap stops at 2^28 s",
 		src:     "[profile a]\nretry_mode = legacy\nmax_attempts = 40\n",
 		profile: "a",
-		want:    join(row{"max_attempts", 40, false}, awsLegacyRows(time.Duration(1<<30)*time.Second), pushback),
+		want:    join(row{"max_attempts", 40, false}, awsLegacyRows(time.Duration(1<<28)*time.Second), pushback),
 		hazards: []string{"no-budget 2:1"},
 	}, {
 		name:    "legacy without retries has nothing to budget",

@@ -299,6 +299,8 @@ func (r *grpcReader) method(mc *yaml.Node, path string, budget []Value, topHazar
 		// Without a policy gRPC makes one attempt (herdlab's default is
 		// unlimited).
 		p.Set("max_attempts", 1, r.dflt(mc, path, docA6+": a method without retryPolicy or hedgingPolicy is not retried"))
+		// herdlab's strategy names a backoff even when it never retries.
+		p.Set("backoff.kind", "none", r.dflt(mc, path, docA6+": no retries, no backoff"))
 	}
 
 	// The timeout is the call's deadline, over all its attempts (A6: "the
@@ -511,6 +513,7 @@ func (r *grpcReader) hedge(p *Policy, k, hp *yaml.Node, path string) {
 	// A hedged call is one herdlab attempt with copies: it is not retried
 	// when every copy fails.
 	p.Set("max_attempts", 1, r.dflt(hp, path, docA6+": if all instances of a hedged RPC fail, there are no additional retry attempts"))
+	p.Set("backoff.kind", "none", r.dflt(hp, path, docA6+": a hedged RPC has no retries, no backoff"))
 	if delay == 0 {
 		delay = grpcHedgeAtOnce
 	}

@@ -75,6 +75,7 @@ func TestGRPCDefaults(t *testing.T) {
 	noHint := row{"retry_after.mode", "ignore", true}
 	pushback := row{"ignore_pushback", false, true}
 	jitter := row{"backoff.kind", "full-jitter", true}
+	none := row{"backoff.kind", "none", true}
 	tests := []struct {
 		name    string
 		src     string
@@ -119,11 +120,11 @@ func TestGRPCDefaults(t *testing.T) {
 	}, {
 		name: "no policy: one attempt; no timeout: herdlab's own",
 		src:  `{"methodConfig": [{"name": [{"service": "a.B"}], "waitForReady": true, "maxRequestMessageBytes": 1024}]}`,
-		want: []row{{"max_attempts", 1, true}},
+		want: []row{{"max_attempts", 1, true}, none},
 	}, {
 		name: "the timeout is each attempt's and the last start's",
 		src:  `{"methodConfig": [{"name": [{}], "timeout": "1.5s"}]}`,
-		want: []row{{"max_attempts", 1, true}, {"max_elapsed", 1500 * time.Millisecond, false}, {"timeout", 1500 * time.Millisecond, false}},
+		want: []row{{"max_attempts", 1, true}, {"max_elapsed", 1500 * time.Millisecond, false}, {"timeout", 1500 * time.Millisecond, false}, none},
 	}, {
 		name: "retryThrottling: a tokens budget, tokenRatio cut to 3 decimals",
 		src:  "{\"retryThrottling\": {\"maxTokens\": 100, \"tokenRatio\": 0.1239},\n" + grpcRetry(stdRetry)[1:],
@@ -135,12 +136,12 @@ func TestGRPCDefaults(t *testing.T) {
 	}, {
 		name: "a decimal the float would lose is kept",
 		src:  "{\"retryThrottling\": {\"maxTokens\": 10, \"tokenRatio\": 0.29},\n\"methodConfig\": [{\"name\": [{}]}]}",
-		want: []row{{"max_attempts", 1, true}},
+		want: []row{{"max_attempts", 1, true}, none},
 	}, {
 		name: "hedging: one attempt of copies, cancelled once one wins; delay 0 is all at once",
 		src:  `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 7}}]}`,
 		want: []row{
-			{"max_attempts", 1, true}, noHint,
+			{"max_attempts", 1, true}, none, noHint,
 			{"hedge.delay", time.Nanosecond, true}, {"hedge.max", 4, false}, {"hedge.cancel", true, true}, pushback,
 		},
 		hazards: []string{"clamped 1:52", "no-budget 1:34"},
@@ -148,7 +149,7 @@ func TestGRPCDefaults(t *testing.T) {
 		name: "hedging with a delay and non-fatal codes",
 		src:  `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 2, "hedgingDelay": "0.05s", "nonFatalStatusCodes": ["UNAVAILABLE"]}}]}`,
 		want: []row{
-			{"max_attempts", 1, true}, noHint,
+			{"max_attempts", 1, true}, none, noHint,
 			{"hedge.delay", 50 * time.Millisecond, false}, {"hedge.max", 1, false}, {"hedge.cancel", true, true}, pushback,
 		},
 		hazards: []string{"no-budget 1:34"},
@@ -333,11 +334,13 @@ func TestGRPCPositions(t *testing.T) {
 			"max_attempts 20:5 methodConfig[1] (default)",
 			"max_elapsed 23:7 methodConfig[1].timeout",
 			"timeout 23:7 methodConfig[1].timeout",
+			"backoff.kind 20:5 methodConfig[1] (default)",
 		},
 		"shop.Search": {
 			"max_attempts 30:24 methodConfig[2].hedgingPolicy (default)",
 			"max_elapsed 29:7 methodConfig[2].timeout",
 			"timeout 29:7 methodConfig[2].timeout",
+			"backoff.kind 30:24 methodConfig[2].hedgingPolicy (default)",
 			"retry_after.mode 30:24 methodConfig[2].hedgingPolicy (default)",
 			"budget.kind 49:3 retryThrottling",
 			"budget.max_tokens 49:24 retryThrottling.maxTokens",
