@@ -163,7 +163,7 @@ var (
 	grpcTopFields        = []string{"loadBalancingPolicy", "loadBalancingConfig", "methodConfig", "retryThrottling", "healthCheckConfig"}
 	grpcMethodFields     = []string{"name", "waitForReady", "timeout", "maxRequestMessageBytes", "maxResponseMessageBytes", "retryPolicy", "hedgingPolicy"}
 	grpcNameFields       = []string{"service", "method"}
-	grpcRetryFields      = []string{"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes"}
+	grpcRetryFields      = []string{"maxAttempts", "initialBackoff", "maxBackoff", "backoffMultiplier", "retryableStatusCodes", "perAttemptRecvTimeout"}
 	grpcHedgeFields      = []string{"maxAttempts", "hedgingDelay", "nonFatalStatusCodes"}
 	grpcThrottlingFields = []string{"maxTokens", "tokenRatio"}
 )
@@ -290,9 +290,11 @@ func (r *grpcReader) method(mc *yaml.Node, path string, budget []Value, topHazar
 		r.e.at(at(r.file, kh, path+".hedgingPolicy"), "a method has a retryPolicy or a hedgingPolicy, not both (gRFC A6: \"An individual RPC may be governed by a retry policy or a hedge policy, but not both\")")
 		return p
 	}
+	var perTry time.Duration
+	var perTryPos Pos
 	switch {
 	case kr != nil:
-		r.retry(p, kr, rp, path+".retryPolicy")
+		perTry, perTryPos = r.retry(p, kr, rp, path+".retryPolicy")
 	case kh != nil:
 		r.hedge(p, kh, hp, path+".hedgingPolicy")
 	default:
@@ -303,24 +305,38 @@ func (r *grpcReader) method(mc *yaml.Node, path string, budget []Value, topHazar
 		p.Set("backoff.kind", "none", r.dflt(mc, path, docA6+": no retries, no backoff"))
 	}
 
-	// The timeout is the call's deadline, over all its attempts (A6: "the
-	// deadline applies to the entire chain of attempts"). herdlab has no
-	// deadline that cuts an attempt in flight: the deadline becomes each
-	// attempt's timeout and the time after which no retry starts
-	// (max_elapsed), so an attempt that starts late in the deadline gets
-	// a whole timeout where gRPC would cut it at the deadline. Without a
-	// timeout gRPC sets no deadline at all; herdlab's attempts keep its
-	// default timeout (30s), which is left as it is.
+	// The timeout is the call's deadline, over all its attempts (A6:
+	// "gRPC's call deadline applies across all attempts for a given
+	// RPC"). herdlab has no deadline that cuts an attempt in flight: the
+	// deadline becomes the time after which no retry starts
+	// (max_elapsed) and each attempt's timeout, so an attempt that starts
+	// late in the deadline gets a whole timeout where gRPC would cut it
+	// at the deadline. Without a timeout gRPC sets no deadline at all;
+	// herdlab's attempts keep its default timeout (30s), which is left as
+	// it is. A retry policy's perAttemptRecvTimeout, shorter, is the
+	// attempts' timeout instead.
+	var deadline time.Duration
+	var deadlinePos Pos
 	if k, v := field(mc, "timeout"); k != nil {
 		if d, ok := r.duration(k, v, path+".timeout"); ok {
-			pos := at(r.file, k, path+".timeout")
+			deadlinePos = at(r.file, k, path+".timeout")
 			if d <= 0 {
-				r.e.at(pos, "timeout %s: every call would be past its deadline at once (herdlab's timeout must be > 0)", v.Value)
+				r.e.at(deadlinePos, "timeout %s: every call would be past its deadline at once (herdlab's timeout must be > 0)", v.Value)
 			} else {
-				p.Set("max_elapsed", d, pos)
-				p.Set("timeout", d, pos)
+				deadline = d
+				p.Set("max_elapsed", d, deadlinePos)
 			}
 		}
+	}
+	switch {
+	case perTry > 0 && deadline > 0 && perTry >= deadline:
+		p.Hazards = append(p.Hazards, Hazard{Rule: HazardPerTryTimeout, Pos: perTryPos,
+			Msg: fmt.Sprintf("perAttemptRecvTimeout %s is not shorter than the method's timeout %s: an attempt that times out leaves no time for a retry", perTry, deadline)})
+		p.Set("timeout", deadline, deadlinePos)
+	case perTry > 0:
+		p.Set("timeout", perTry, perTryPos)
+	case deadline > 0:
+		p.Set("timeout", deadline, deadlinePos)
 	}
 	if kr != nil || kh != nil {
 		retries := true
@@ -371,11 +387,12 @@ func sortValues(p *Policy) {
 	slices.SortStableFunc(p.Values, func(a, b Value) int { return rank(a.Field) - rank(b.Field) })
 }
 
-// retry reads a retryPolicy: maxAttempts, the backoff and the codes.
-func (r *grpcReader) retry(p *Policy, k, rp *yaml.Node, path string) {
+// retry reads a retryPolicy: maxAttempts, the backoff and the codes; it
+// returns its perAttemptRecvTimeout, or 0.
+func (r *grpcReader) retry(p *Policy, k, rp *yaml.Node, path string) (perTry time.Duration, perTryPos Pos) {
 	if rp.Kind != yaml.MappingNode {
 		r.e.at(at(r.file, k, path), "retryPolicy must be an object")
-		return
+		return 0, Pos{}
 	}
 	near := nearMisses(rp, grpcRetryFields)
 	require := func(key string) (*yaml.Node, *yaml.Node) {
@@ -390,8 +407,9 @@ func (r *grpcReader) retry(p *Policy, k, rp *yaml.Node, path string) {
 		return kk, vv
 	}
 	r.caseVariants(rp, path, grpcRetryFields)
-	// Every field of a retryPolicy is required: a misspelt one is refused
-	// as missing, with the key it was written as.
+	// A misspelt required field is refused as missing, with the key it
+	// was written as; a misspelt perAttemptRecvTimeout is a hazard.
+	p.Hazards = append(p.Hazards, r.nearHazards(rp, path, grpcRetryFields, grpcRetryFields[:5]...)...)
 
 	attempts, attemptsPos := 0, Pos{}
 	if kk, vv := require("maxAttempts"); kk != nil {
@@ -429,18 +447,37 @@ func (r *grpcReader) retry(p *Policy, k, rp *yaml.Node, path string) {
 		}
 		mult = x
 	}
-	var retryOn []string
+	var retryOn, codes []string
 	codesPos := Pos{}
 	if kk, vv := require("retryableStatusCodes"); kk != nil {
 		codesPos = at(r.file, kk, path+".retryableStatusCodes")
-		codes := r.codes(kk, vv, path+".retryableStatusCodes")
+		codes = r.codes(kk, vv, path+".retryableStatusCodes")
 		if vv.Kind == yaml.SequenceNode && len(vv.Content) == 0 {
-			r.e.at(codesPos, "retryableStatusCodes must not be empty (gRFC A6; grpc-go refuses the service config)")
+			r.e.at(codesPos, "retryableStatusCodes must not be empty (gRFC A6; grpc-go refuses the service config; grpc-java takes it beside a perAttemptRecvTimeout)")
 		}
 		retryOn = outcomesOf(codes)
 	}
+	// perAttemptRecvTimeout (grpc-java's ServiceConfigUtil; grpc-go and
+	// C-core ignore it): an attempt without an answer by then is given up
+	// and retried, whatever the codes: herdlab's timeout, and its
+	// outcome retried. Java refuses a negative one; herdlab's timeout must
+	// be > 0.
+	if kt, vt := field(rp, "perAttemptRecvTimeout"); kt != nil {
+		if d, ok := r.duration(kt, vt, path+".perAttemptRecvTimeout"); ok {
+			perTryPos = at(r.file, kt, path+".perAttemptRecvTimeout")
+			switch {
+			case d < 0:
+				r.e.at(perTryPos, "perAttemptRecvTimeout cannot be negative: %s (grpc-java refuses the service config)", vt.Value)
+			case d == 0:
+				r.e.at(perTryPos, "perAttemptRecvTimeout 0s: every attempt would time out at once (herdlab's timeout must be > 0)")
+			default:
+				perTry = d
+				retryOn = outcomesOf(codes, "timeout")
+			}
+		}
+	}
 	if attempts == 0 || initial <= 0 || maxB <= 0 || mult < 1 || codesPos.Line == 0 {
-		return // refused above
+		return 0, Pos{} // refused above
 	}
 	if len(retryOn) == 0 {
 		// No code the policy retries is an answer herdlab gives: in
@@ -466,6 +503,7 @@ func (r *grpcReader) retry(p *Policy, k, rp *yaml.Node, path string) {
 	}
 	p.Set("backoff.cap", maxB, maxPos)
 	p.Set("backoff.multiplier", mult, multPos)
+	return perTry, perTryPos
 }
 
 // hedge reads a hedgingPolicy (A6 "Hedging Policy"; grpc-java's
@@ -665,14 +703,17 @@ func (r *grpcReader) codes(k, v *yaml.Node, path string) []string {
 	return names
 }
 
-// outcomesOf returns the herdlab outcomes of status codes, in herdlab's
-// order.
-func outcomesOf(codes []string) []string {
+// outcomesOf returns the herdlab outcomes of status codes, and the
+// outcomes given, in herdlab's order.
+func outcomesOf(codes []string, outcomes ...string) []string {
 	set := map[string]bool{}
 	for _, c := range codes {
 		for _, o := range grpcRetryOn[c] {
 			set[o] = true
 		}
+	}
+	for _, o := range outcomes {
+		set[o] = true
 	}
 	var out []string
 	for _, o := range outcomeOrder {

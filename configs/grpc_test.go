@@ -118,6 +118,26 @@ func TestGRPCDefaults(t *testing.T) {
 			noHint, pushback,
 		},
 	}, {
+		name: "perAttemptRecvTimeout (grpc-java) is the attempts' timeout, and its timeouts are retried",
+		src: "{\"methodConfig\": [{\"name\": [{}], \"timeout\": \"5s\",\n  \"retryPolicy\": " +
+			`{"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["ABORTED"], "perAttemptRecvTimeout": "0.5s"}}]}`,
+		want: []row{
+			{"max_attempts", 3, false}, {"max_elapsed", 5 * time.Second, false}, {"timeout", 500 * time.Millisecond, false}, {"retry_on", []string{"timeout"}, false},
+			jitter, {"backoff.base", 100 * time.Millisecond, false}, {"backoff.cap", time.Second, false}, {"backoff.multiplier", 2.0, false},
+			noHint, pushback,
+		},
+		hazards: []string{"no-budget 2:3"},
+	}, {
+		name: "a perAttemptRecvTimeout not shorter than the deadline leaves no time for a retry",
+		src: "{\"methodConfig\": [{\"name\": [{}], \"timeout\": \"1s\",\n  \"retryPolicy\": " +
+			`{"maxAttempts": 3, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": ["UNAVAILABLE"], "perAttemptRecvTimeout": "2s"}}]}`,
+		want: []row{
+			{"max_attempts", 3, false}, {"max_elapsed", time.Second, false}, {"timeout", time.Second, false}, {"retry_on", []string{"refused", "timeout", "reset", "5xx"}, false},
+			jitter, {"backoff.base", 100 * time.Millisecond, false}, {"backoff.cap", time.Second, false}, {"backoff.multiplier", 2.0, false},
+			noHint, pushback,
+		},
+		hazards: []string{"per-try-timeout 2:148", "no-budget 2:3"},
+	}, {
 		name: "no policy: one attempt; no timeout: herdlab's own",
 		src:  `{"methodConfig": [{"name": [{"service": "a.B"}], "waitForReady": true, "maxRequestMessageBytes": 1024}]}`,
 		want: []row{{"max_attempts", 1, true}, none},
@@ -221,6 +241,10 @@ func TestGRPCRefusals(t *testing.T) {
 		name: "OK is no failure: grpc-java refuses it, by name or number",
 		src:  `{"methodConfig": [{"name": [{}], "hedgingPolicy": {"maxAttempts": 2, "nonFatalStatusCodes": ["OK", 0]}}]}`,
 		want: []string{"1:94: nonFatalStatusCodes must not contain OK", "1:100: nonFatalStatusCodes must not contain OK"},
+	}, {
+		name: "perAttemptRecvTimeout negative, and zero",
+		src:  `{"methodConfig": [{"name": [{"service": "a"}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": [14], "perAttemptRecvTimeout": "-1s"}}, {"name": [{}], "retryPolicy": {"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": [14], "perAttemptRecvTimeout": "0s"}}]}`,
+		want: []string{"1:182: perAttemptRecvTimeout cannot be negative", "1:365: perAttemptRecvTimeout 0s: every attempt would time out at once"},
 	}, {
 		name: "an empty code list",
 		src:  grpcRetry(`{"maxAttempts": 2, "initialBackoff": "0.1s", "maxBackoff": "1s", "backoffMultiplier": 2, "retryableStatusCodes": []}`),
