@@ -97,10 +97,14 @@ var outcomeOrder = []string{"refused", "timeout", "reset", "5xx", "429", "4xx"}
 
 // grpcFile is a service config, read and checked.
 type grpcFile struct {
-	// methods are the method configs' policies by name ("svc/method",
-	// "svc", or "" for the default of every method), in file order.
+	// names are the method configs' names ("svc/method", "svc", or ""
+	// for the default of every method), in file order, and policies
+	// their policies.
 	names    []string
 	policies map[string]*Policy
+	// missed is a top-level key that misses methodConfig by a letter or
+	// two, or nil.
+	missed *yaml.Node
 }
 
 func readGRPC(ref Ref, data []byte) (*Policy, error) {
@@ -120,9 +124,12 @@ func readGRPC(ref Ref, data []byte) (*Policy, error) {
 			return clonePolicy(p), nil
 		}
 	}
-	return nil, &Error{Pos: Pos{File: ref.File, Line: 1, Col: 1, Path: "methodConfig"}, Msg: fmt.Sprintf(
-		"no methodConfig names %q, its service or every method (the names are %s): gRPC would not retry it",
-		ref.Name, quoteNames(f.names))}
+	msg := fmt.Sprintf("no methodConfig names %q, its service or every method (the names are %s): gRPC would not retry it",
+		ref.Name, quoteNames(f.names))
+	if m := f.missed; m != nil {
+		msg += fmt.Sprintf("; %q at %d:%d is not methodConfig", m.Value, m.Line, m.Column)
+	}
+	return nil, &Error{Pos: Pos{File: ref.File, Line: 1, Col: 1, Path: "methodConfig"}, Msg: msg}
 }
 
 func allGRPC(file string, data []byte) (*Fragment, error) {
@@ -145,6 +152,9 @@ func clonePolicy(p *Policy) *Policy {
 }
 
 func quoteNames(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
 	q := make([]string, len(names))
 	for i, n := range names {
 		q[i] = strconv.Quote(n)
@@ -190,7 +200,7 @@ func parseGRPC(file string, data []byte) (*grpcFile, error) {
 		budget = r.throttling(k, v)
 	}
 
-	f := &grpcFile{policies: map[string]*Policy{}}
+	f := &grpcFile{policies: map[string]*Policy{}, missed: nearMisses(top, grpcTopFields)["methodConfig"]}
 	k, mcs := field(top, "methodConfig")
 	if k != nil && mcs.Kind != yaml.SequenceNode {
 		r.e.at(at(file, k, "methodConfig"), "methodConfig must be a list")

@@ -450,4 +450,6 @@ func TestGRPCReadMatchesImport(t *testing.T) {
 	// Without a default for every method, an unmatched method is refused.
 	_, err = Read(Ref{Format: GRPC, File: "f", Name: "a.B/C"}, []byte(`{"methodConfig": [{"name": [{"service": "x.Y"}]}]}`))
 	assert.ErrorContains(t, err, `f:1:1: methodConfig: no methodConfig names "a.B/C", its service or every method (the names are "x.Y")`)
+	_, err = Read(Ref{Format: GRPC, File: "f", Name: "a.B/C"}, []byte(`{"methodConfigs": [{"name": [{}]}]}`))
+	assert.EqualError(t, err, `f:1:1: methodConfig: no methodConfig names "a.B/C", its service or every method (the names are none): gRPC would not retry it; "methodConfigs" at 1:2 is not methodConfig`)
 }
