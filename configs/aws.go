@@ -146,10 +146,10 @@ func parseINI(file string, data []byte) ([]*iniSection, error) {
 		case trimmed == "":
 			last = nil
 		case trimmed[0] == '#' || trimmed[0] == ';':
-		case col > 1 && last != nil:
-			// An indented line continues the value above (configparser);
-			// a nested setting (s3 =\n  max_concurrent_requests = 20)
-			// is one.
+		case last != nil && col > last.col:
+			// A line indented more than the key above continues its value
+			// (configparser); a nested setting (s3 =\n
+			// max_concurrent_requests = 20, indented) is one.
 			last.value += "\n" + trimmed
 		case trimmed[0] == '[':
 			end := strings.LastIndexByte(trimmed, ']')

@@ -91,6 +91,11 @@ func TestAWSDefaults(t *testing.T) {
 		profile: "a",
 		want:    join(row{"max_attempts", 1, false}, awsLegacyRows(time.Second), pushback),
 	}, {
+		name:    "keys indented alike are keys, a line indented more continues the one above",
+		src:     "[profile a]\n  s3 =\n    retry_mode = legacy\n  retry_mode = adaptive\n",
+		profile: "a",
+		want:    join(row{"max_attempts", 3, true}, awsStandardRows(), row{"throttle.kind", "aws-adaptive", false}, pushback),
+	}, {
 		name:    "configparser: keys in any case, ':' as delimiter, spaces, CRLF, a BOM",
 		src:     "\ufeff[profile  a ]\r\n  ; a comment\r\nRetry_Mode: adaptive\r\nMAX_ATTEMPTS=+2 \r\n",
 		profile: "a",
