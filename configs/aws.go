@@ -6,19 +6,24 @@ package configs
 //
 // The SDKs differ in what a mode does; the reader follows:
 //   - standard and adaptive: aws-sdk-go-v2 v1.48.0 (aws/retry), the SDK
-//     of the language herdlab is written in, which implements the 2026
-//     revision of the standard mode ("Retry Behavior 2.1": a 50 ms base,
-//     1 s after a throttle, a retry costs 14 tokens and a throttled one 5);
-//     scenarios/overload-controls.yaml models the same SDK;
+//     of the language herdlab is written in, whose standard mode is the
+//     2026 revision ("Retry Behavior 2.1", its default since v1.48.0,
+//     CHANGELOG 2026-11-10: a 50 ms base, 1 s after a throttle, a retry
+//     costs 14 tokens and a throttled one 5; the Reference Guide says
+//     other SDKs may still need AWS_NEW_RETRIES_2026=true for it);
+//     scenarios/overload-controls.yaml models the same SDK. The SDK's
+//     defaults for a few services (DynamoDB: 4 attempts, a 25 ms base)
+//     are not applied: a profile does not say which service it calls;
+//     write max_attempts and backoff beside from: for those;
 //   - legacy: botocore (boto3, the AWS CLI v1), where legacy is the
 //     default mode and which defines it in botocore/data/_retry.json and
 //     retryhandler.py. aws-sdk-go-v2 has no legacy mode and refuses
 //     retry_mode = legacy (aws/retryer.go ParseRetryMode).
 //
-// A profile without retry_mode is read as standard, the mode of
-// aws-sdk-go-v2, the Java and JavaScript v3 SDKs and the AWS CLI v2;
-// botocore and the AWS CLI v1 default to legacy: write retry_mode in the
-// profile (or beside from:) to choose.
+// A profile without retry_mode is read as standard, aws-sdk-go-v2's
+// default (and the AWS CLI v2's); botocore and the AWS CLI v1 default to
+// legacy, other SDKs to modes of their own: write retry_mode in the
+// profile to choose.
 //
 // The file is parsed as botocore parses it (Python's configparser,
 // RawConfigParser with its defaults, in botocore/configloader.py
