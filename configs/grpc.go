@@ -548,10 +548,13 @@ func (r *grpcReader) hedge(p *Policy, k, hp *yaml.Node, path string) {
 		delay = d
 	}
 	// nonFatalStatusCodes: with a code in it, a failed copy lets the
-	// others go on (and A6 sends the next copy at once); with any other,
-	// gRPC gives up on every copy. herdlab's hedge treats every failure
-	// as non-fatal and waits for the copies still out: the codes are
-	// checked, not mapped.
+	// others go on and A6 sends the next copy at once; with any other,
+	// gRPC cancels every copy and fails the call. herdlab's hedge
+	// (sim/world_hedge.go copyAnswered) has neither: a failed copy waits
+	// for the copies still out, the next goes at its delay, and the call
+	// fails once every copy sent has failed. The codes are checked, not
+	// mapped: a copy that fails fast, before the hedging delay, ends a
+	// herdlab call that gRPC would hedge at once (with a non-fatal code).
 	if kn, vn := field(hp, "nonFatalStatusCodes"); kn != nil {
 		r.codes(kn, vn, path+".nonFatalStatusCodes")
 	}
