@@ -453,3 +453,28 @@ func TestGRPCReadMatchesImport(t *testing.T) {
 	_, err = Read(Ref{Format: GRPC, File: "f", Name: "a.B/C"}, []byte(`{"methodConfigs": [{"name": [{}]}]}`))
 	assert.EqualError(t, err, `f:1:1: methodConfig: no methodConfig names "a.B/C", its service or every method (the names are none): gRPC would not retry it; "methodConfigs" at 1:2 is not methodConfig`)
 }
+
+// TestGRPCYAML: a service config written as YAML (JSON is YAML; some
+// deployments keep it so, with comments) reads the same, at its own
+// positions.
+func TestGRPCYAML(t *testing.T) {
+	src := `# the shop's reads
+methodConfig:
+  - name: [{service: shop.Cart}]
+    timeout: 2s           # a string in YAML too
+    retryPolicy:
+      maxAttempts: 4
+      initialBackoff: 0.1s
+      maxBackoff: 1s
+      backoffMultiplier: 2
+      retryableStatusCodes: [UNAVAILABLE, RESOURCE_EXHAUSTED]
+retryThrottling: {maxTokens: 10, tokenRatio: 0.1}
+`
+	y := readOne(t, GRPC, "shop.Cart/GetCart", src)
+	data, err := os.ReadFile("testdata/grpc/deploy-shop.json")
+	require.NoError(t, err)
+	j := readOne(t, GRPC, "shop.Cart/GetCart", string(data))
+	assert.Equal(t, rows(j), rows(y))
+	v, _ := y.Get("max_attempts")
+	assert.Equal(t, "f:6:7: methodConfig[0].retryPolicy.maxAttempts", v.Pos.String())
+}
