@@ -40,11 +40,8 @@ func init() {
 	readers[GRPC] = reader{read: readGRPC, all: allGRPC}
 }
 
-// The documents the gRPC reader cites.
-const (
-	docA6            = "gRFC A6"
-	docServiceConfig = "gRPC doc/service_config.md"
-)
+// docA6 is the document the gRPC reader's defaults cite.
+const docA6 = "gRFC A6"
 
 // grpcMaxAttempts is the most attempts gRPC makes, whatever maxAttempts
 // says (gRFC A6, "Limits on Retries and Hedges": maxAttempts has "by
