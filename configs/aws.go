@@ -20,6 +20,9 @@ package configs
 //     retryhandler.py. aws-sdk-go-v2 has no legacy mode and refuses
 //     retry_mode = legacy (aws/retryer.go ParseRetryMode).
 //
+// Only the file is read: the SDKs let AWS_RETRY_MODE and AWS_MAX_ATTEMPTS
+// in the environment, and the code's own options, override it.
+//
 // A profile without retry_mode is read as standard, aws-sdk-go-v2's
 // default (and the AWS CLI v2's); botocore and the AWS CLI v1 default to
 // legacy, other SDKs to modes of their own: write retry_mode in the
