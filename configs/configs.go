@@ -129,6 +129,10 @@ const (
 	// HazardNoBudget: a hop that retries without any retry budget (or
 	// only with a default nobody chose); a mesh of such hops multiplies.
 	HazardNoBudget = "no-budget"
+	// HazardIgnoredField: a key one or two letters from a field of its
+	// object (maxAttempt, retry_mod), which the source project ignores
+	// as unknown: the policy read is not what its author wrote.
+	HazardIgnoredField = "ignored-field"
 )
 
 // Error is a problem in a configuration file, placed at its position.
