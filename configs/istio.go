@@ -555,18 +555,8 @@ func allIstio(file string, data []byte) (*Fragment, error) {
 	out := &Fragment{}
 	seen := map[string]bool{}
 	for _, vs := range f.vss {
-		for i, r := range vs.routes {
+		for _, r := range vs.routes {
 			p := f.policy(vs, r)
-			if i > 0 {
-				// The first route is the virtual service's name alone
-				// (Read's default); the others add the route's name,
-				// or its index when it has none.
-				sel := r.name
-				if sel == "" {
-					sel = fmt.Sprintf("http[%d]", r.index)
-				}
-				p.Name = vs.name + "/" + sel
-			}
 			out.Policies = append(out.Policies, p)
 			if p.Service != "" && !seen[p.Service] {
 				seen[p.Service] = true
@@ -580,6 +570,16 @@ func allIstio(file string, data []byte) (*Fragment, error) {
 // policy is the herdlab strategy of one http route.
 func (f *istioFile) policy(vs *istioVS, r istioRoute) *Policy {
 	p := &Policy{Name: vs.name}
+	if r.index != vs.routes[0].index {
+		// The first route is the virtual service's name alone (Read's
+		// default); the others add the route's name, or its index when
+		// it has none.
+		sel := r.name
+		if sel == "" {
+			sel = fmt.Sprintf("http[%d]", r.index)
+		}
+		p.Name = vs.name + "/" + sel
+	}
 	path := fmt.Sprintf("%s spec.http[%d]", vs.id, r.index)
 	file := f.file
 
@@ -652,7 +652,15 @@ func (f *istioFile) policy(vs *istioVS, r istioRoute) *Policy {
 
 	// retry_on: retryOn, or the default policy's.
 	if k, v := field(retries, "retryOn"); k != nil {
-		p.Set("retry_on", istioRetryOn(v.Value), at(file, k, path+".retries.retryOn"))
+		on := istioRetryOn(v.Value)
+		if len(on) == 0 {
+			// Only conditions herdlab's server never produces: the route
+			// never retries here (an empty retry_on would read as
+			// herdlab's default).
+			p.Values[0] = Value{Field: "max_attempts", Value: 1, Pos: at(file, k, path+".retries.retryOn")}
+			return f.service(p, dr, subset)
+		}
+		p.Set("retry_on", on, at(file, k, path+".retries.retryOn"))
 	} else {
 		pos := at(file, r.node, path+".retries.retryOn")
 		if rk != nil {
