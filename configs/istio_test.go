@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"net/http"
 	"os"
 	"strings"
 	"testing"
@@ -188,6 +189,16 @@ func TestIstioDefaults(t *testing.T) {
 			file:    istioFileOf("retries:\n  attempts: 0", istioRule("outlierDetection:\n  consecutive5xxErrors: 0\n  consecutiveGatewayErrors: 2\n  baseEjectionTime: 1m")),
 			want:    []string{"max_attempts 1"},
 			service: []string{"health.consecutive 2", "health.eject_for 1m0s"},
+		},
+		{
+			name: "a subset's traffic policy replaces the rule's, field by field",
+			file: strings.Replace(istioFileOf("retries:\n  attempts: 1\n  retryOn: connect-failure",
+				istioRule("connectionPool:\n  http:\n    maxRetries: 7\noutlierDetection:\n  consecutive5xxErrors: 9")+
+					"  subsets:\n  - name: v2\n    trafficPolicy:\n      connectionPool:\n        http:\n          maxRetries: 2\n"),
+				"        host: orders.shop.svc.cluster.local\n", "        host: orders.shop.svc.cluster.local\n        subset: v2\n", 1),
+			want: istioJoin([]string{"max_attempts 2", "retry_on [refused]"}, istioDefaultRetrying[1:],
+				[]string{"budget.kind envoy", "budget.percent 0", "budget.min_concurrency 2", "budget.scope sender (default)"}),
+			service: []string{"health.consecutive 9", "health.eject_for 30s (default)"},
 		},
 		{
 			name: "outlier detection disabled",
@@ -412,4 +423,16 @@ func TestIstioOtherKinds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "max_attempts 2", meshValues(p.Values)[0])
 	assert.Equal(t, 24, p.Values[0].Pos.Line)
+}
+
+// TestIstioStatusCodes: the codes Istio takes in a retryOn are those
+// net/http names, which istio.go writes out.
+func TestIstioStatusCodes(t *testing.T) {
+	var want []int
+	for code := 0; code < 1000; code++ {
+		if http.StatusText(code) != "" {
+			want = append(want, code)
+		}
+	}
+	assert.Equal(t, want, istioStatusCodes)
 }

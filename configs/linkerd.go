@@ -140,9 +140,9 @@ func parseLinkerd(file string, data []byte) (*linkerdFile, error) {
 	}
 	f := &linkerdFile{file: file, services: map[string]*yaml.Node{}}
 	for _, doc := range docs {
-		kind := scalarText(get(doc, "kind"))
-		version := scalarText(get(doc, "apiVersion"))
-		name := scalarText(get(doc, "metadata", "name"))
+		kind := meshScalar(get(doc, "kind"))
+		version := meshScalar(get(doc, "apiVersion"))
+		name := meshScalar(get(doc, "metadata", "name"))
 		id := kind + "/" + name
 		switch {
 		case kind == "ServiceProfile" && slices.Contains(linkerdProfileVersions, version):
@@ -153,7 +153,7 @@ func parseLinkerd(file string, data []byte) (*linkerdFile, error) {
 		case (kind == "HTTPRoute" || kind == "GRPCRoute") && slices.Contains(linkerdRouteVersions, version):
 			r := &linkerdRoute{name: name, kind: kind, id: id, doc: doc}
 			if refs := get(doc, "spec", "parentRefs"); refs != nil && refs.Kind == yaml.SequenceNode && len(refs.Content) > 0 {
-				r.service = scalarText(get(refs.Content[0], "name"))
+				r.service = meshScalar(get(refs.Content[0], "name"))
 			}
 			f.annotations(r)
 			f.routes = append(f.routes, r)
@@ -196,7 +196,7 @@ func (f *linkerdFile) profile(doc *yaml.Node, id, name string) {
 		for i, r := range routes.Content {
 			path := fmt.Sprintf("%s spec.routes[%d]", id, i)
 			f.keys(r, path, linkerdKeysRoute)
-			rname := scalarText(get(r, "name"))
+			rname := meshScalar(get(r, "name"))
 			if rname == "" {
 				f.e.at(at(file, r, path+".name"), "%s has a route with no name", sp)
 			}
@@ -284,7 +284,7 @@ func (f *linkerdFile) requestMatch(n *yaml.Node, path string) string {
 			return msg
 		}
 	}
-	if scalarText(get(n, "method")) != "" || scalarText(get(n, "pathRegex")) != "" {
+	if meshScalar(get(n, "method")) != "" || meshScalar(get(n, "pathRegex")) != "" {
 		set = true
 	}
 	if !set {
@@ -312,8 +312,8 @@ func (f *linkerdFile) responseMatch(n *yaml.Node, path string) string {
 	if _, st := field(n, "status"); st != nil {
 		set = true
 		f.keys(st, path+".status", linkerdKeysRange)
-		lo, _ := strconv.Atoi(scalarText(get(st, "min")))
-		hi, _ := strconv.Atoi(scalarText(get(st, "max")))
+		lo, _ := strconv.Atoi(meshScalar(get(st, "min")))
+		hi, _ := strconv.Atoi(meshScalar(get(st, "max")))
 		switch {
 		case lo != 0 && (lo < 100 || lo > 599):
 			return "Range minimum must be between 100 and 599, inclusive"
@@ -609,7 +609,7 @@ func linkerdFailures(classes *yaml.Node) []string {
 		if classes.Kind == yaml.SequenceNode {
 			for _, rc := range classes.Content {
 				if linkerdMatches(get(rc, "condition"), c.status) {
-					failure = scalarText(get(rc, "isFailure")) == "true"
+					failure = meshScalar(get(rc, "isFailure")) == "true"
 					break
 				}
 			}
@@ -640,8 +640,8 @@ func linkerdMatches(n *yaml.Node, status int) bool {
 		ok = ok && matched
 	}
 	if st := get(n, "status"); st != nil {
-		lo, _ := strconv.Atoi(scalarText(get(st, "min")))
-		hi, _ := strconv.Atoi(scalarText(get(st, "max")))
+		lo, _ := strconv.Atoi(meshScalar(get(st, "min")))
+		hi, _ := strconv.Atoi(meshScalar(get(st, "max")))
 		ok = ok && (lo == 0 || status >= lo) && (hi == 0 || status <= hi)
 	}
 	if not := get(n, "not"); not != nil {
