@@ -153,6 +153,11 @@ func TestLinkerdDefaults(t *testing.T) {
 			want: istioJoin([]string{"max_attempts 2 (default)", "timeout 1s", "retry_on [timeout]"}, linkerdAnnotationRetrying),
 		},
 		{
+			name: "a GRPCRoute: UNAVAILABLE is herdlab's 503, RESOURCE_EXHAUSTED its 429",
+			file: strings.Replace(linkerdRouteOf("retry.linkerd.io/grpc: unavailable,resource-exhausted,internal", ""), "kind: HTTPRoute", "kind: GRPCRoute", 1), route: "reads",
+			want: istioJoin([]string{"max_attempts 2 (default)", `retry_on [5xx, "429"]`}, linkerdAnnotationRetrying),
+		},
+		{
 			name: "the Service itself is a policy",
 			file: linkerdRouteOf("", "retry.linkerd.io/http: \"503\""), route: "inventory",
 			want: istioJoin([]string{"max_attempts 2 (default)", "retry_on [5xx]"}, linkerdAnnotationRetrying),
@@ -203,6 +208,10 @@ func TestLinkerdRefuses(t *testing.T) {
 			[]string{`6:5 invalid retry condition: 504-500`}},
 		{"a grpc condition on an HTTPRoute", linkerdRouteOf("retry.linkerd.io/grpc: unavailable", ""),
 			[]string{`6:5 retry.linkerd.io/grpc is not valid on an HTTPRoute`}},
+		{"an http condition on a GRPCRoute", strings.Replace(linkerdRouteOf("retry.linkerd.io/http: 5xx", ""), "kind: HTTPRoute", "kind: GRPCRoute", 1),
+			[]string{`6:5 retry.linkerd.io/http is not valid on a GRPCRoute`}},
+		{"an unknown grpc condition", strings.Replace(linkerdRouteOf("retry.linkerd.io/grpc: unavailable,aborted", ""), "kind: HTTPRoute", "kind: GRPCRoute", 1),
+			[]string{`6:5 invalid retry condition: unavailable,aborted`}},
 		{"a negative limit", linkerdRouteOf("retry.linkerd.io/limit: \"-1\"", ""),
 			[]string{`6:5 invalid retry limit "-1": want an integer from 0 to 65535`}},
 		{"a number for a string", linkerdRouteOf("retry.linkerd.io/limit: 2", ""),
@@ -215,7 +224,7 @@ func TestLinkerdRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			name := "get"
-			if strings.Contains(tt.file, "HTTPRoute") {
+			if strings.Contains(tt.file, "Route\n") {
 				name = "reads"
 			}
 			_, err := Read(Ref{Format: Linkerd, File: "l.yaml", Name: name}, []byte(tt.file))
