@@ -78,12 +78,12 @@ const (
 )
 
 const (
-	linkerdDocProfile     = "Linkerd 2.18 docs: reference/service-profiles"
+	linkerdDocProfile     = "Linkerd 2.16+ docs: reference/service-profiles"
 	linkerdDocProfileCode = "linkerd2: pkg/profiles/profiles.go"
-	linkerdDocRetries     = "Linkerd 2.18 docs: reference/retries"
+	linkerdDocRetries     = "Linkerd 2.16+ docs: reference/retries"
 	linkerdDocBackoff     = "linkerd2: policy-controller grpc/src/outbound/http.rs convert_retry (25ms-250ms, jitter 1.0)"
 	linkerdDocNoBackoff   = "Linkerd: a profile's retries are sent at once, with no back-off (Gateway API GEP-1731, linkerd2-proxy)"
-	linkerdDocHints       = "Linkerd 2.18 docs: reference/retries (no Retry-After or gRPC pushback handling)"
+	linkerdDocHints       = "Linkerd 2.16+ docs: reference/retries (no Retry-After or gRPC pushback handling)"
 	linkerdDocProxy       = "Linkerd: one proxy per calling pod holds the budget"
 )
 
