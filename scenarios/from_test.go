@@ -110,13 +110,13 @@ func TestFromProblemsArePlacedInTheFile(t *testing.T) {
 		{"no such method", "  - name: s\n    from: {grpc_service_config: service-config.json, method: shop.Orders/Put}\n",
 			"strategies[0].from"},
 		{"no such file", "  - name: s\n    from: {grpc_service_config: nothere.json, method: shop.Orders/Get}\n",
-			"s.yaml:5:11: strategies[0].from.grpc_service_config: cannot read nothere.json: no such file or directory"},
+			"s.yaml:6:12: strategies[0].from.grpc_service_config: cannot read nothere.json: no such file or directory"},
 		{"two files", "  - name: s\n    from: {grpc_service_config: a.json, envoy: b.yaml, method: x.Y}\n",
-			"s.yaml:5:11: strategies[0].from: want exactly one file, named by one of grpc_service_config, envoy, istio, linkerd, aws; got 2"},
+			"s.yaml:6:11: strategies[0].from: want exactly one file, named by one of grpc_service_config, envoy, istio, linkerd, aws; got 2"},
 		{"a selector missing", "  - name: s\n    from: {envoy: b.yaml}\n",
-			"s.yaml:5:11: strategies[0].from: envoy needs route: the route in the file to read"},
+			"s.yaml:6:11: strategies[0].from: envoy needs route: the route in the file to read"},
 		{"an unknown key", "  - name: s\n    from: {grpc: a.json}\n",
-			"s.yaml:5:12: strategies[0].from.grpc: unknown field"},
+			"s.yaml:6:12: strategies[0].from.grpc: unknown field"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(writeScenario(t, tt.strategy))

@@ -125,6 +125,9 @@ var (
 	ruleUnreachableBudget = LintRule{ID: "HL018", Name: "budget-never-binds", Doc: "An Envoy retry budget whose floor, " +
 		"min_retry_concurrency, is above what the route can ever have in flight: the budget then allows every retry and " +
 		"limits nothing, though the file looks protected. Lower the floor below the concurrency the route can reach."}
+	ruleIgnoredField = LintRule{ID: "HL019", Name: "config-ignored-field", Doc: "A key of a configuration file one or two " +
+		"letters from a field its project reads (retryThrotling, max_attempt): the project ignores keys it does not know, " +
+		"so the setting the author meant (a retry budget, an attempt limit) is not deployed, and nothing says so."}
 )
 
 // hazardRules maps the hazards of package configs to their rules; a
@@ -135,6 +138,7 @@ var hazardRules = map[string]LintRule{
 	configs.HazardPerTryTimeout:     rulePerTryTimeout,
 	configs.HazardNonIdempotent:     ruleNonIdempotent,
 	configs.HazardUnreachableBudget: ruleUnreachableBudget,
+	configs.HazardIgnoredField:      ruleIgnoredField,
 }
 
 // lintHazards reports the hazards the readers of from: found, each at its
@@ -183,6 +187,7 @@ var LintRules = []LintRule{
 	rulePerTryTimeout,
 	ruleNonIdempotent,
 	ruleUnreachableBudget,
+	ruleIgnoredField,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.

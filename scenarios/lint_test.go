@@ -216,7 +216,7 @@ var lintSteps = map[string][]lintStep{
 		// 10 senders x 10 workers: at most 100 attempts in flight.
 		{"a fleet floor of 100 over 100 in flight", "{requests: 1000, senders: 10, workers: 10}",
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 100, scope: fleet}"},
-			[]string{"HL018 strategies[0].budget.min_concurrency 7:39"}},
+			[]string{"HL018 strategies[0].budget.min_concurrency 7:44"}},
 		{"a fleet floor of 99", "{requests: 1000, senders: 10, workers: 10}",
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 99, scope: fleet}"}, nil},
 		// Envoy's default floor of 3, per sender of 2 workers: placed at
@@ -228,7 +228,7 @@ var lintSteps = map[string][]lintStep{
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy}"}, nil},
 		{"a group of 2 senders of 1 worker, floor 2", "{requests: 1000, senders: 10, workers: 1}",
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 2, scope: group, group_size: 2}"},
-			[]string{"HL018 strategies[0].budget.min_concurrency 7:39"}},
+			[]string{"HL018 strategies[0].budget.min_concurrency 7:44"}},
 		{"senders without a worker limit are not bounded", "{requests: 1000, senders: 10}",
 			[]string{"backoff: {kind: full-jitter}", "max_attempts: 3", "budget: {kind: envoy, min_concurrency: 50}"}, nil},
 	},
@@ -373,6 +373,13 @@ func TestLintRules(t *testing.T) {
 			}
 		}
 	}
+	for _, steps := range configLintSteps {
+		for _, st := range steps {
+			for _, w := range st.want {
+				fires[strings.Fields(w)[0]] = true
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for i, r := range LintRules {
 		assert.Regexp(t, idRE, r.ID)
@@ -384,9 +391,9 @@ func TestLintRules(t *testing.T) {
 			assert.Less(t, LintRules[i-1].ID, r.ID, "LintRules is in id order")
 		}
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
-		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
+		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID])+len(configLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 18)
+	assert.Len(t, LintRules, 19)
 }
 
 func TestLintMessages(t *testing.T) {
@@ -643,4 +650,74 @@ func TestRetrySpinCountsTheNetwork(t *testing.T) {
 		rules = append(rules, f.Rule.ID)
 	}
 	assert.Equal(t, []string{"HL009", "HL008"}, rules)
+}
+
+// configStep is a row of the step table of a rule about configuration
+// files: a file a strategy reads with from:, and the findings, each
+// "RULE FILE:LINE:COL PATH", placed in the file.
+type configStep struct {
+	name string
+	file string // the file's name, beside the scenario
+	text string
+	from string // the strategy's from:
+	want []string
+}
+
+// grpcConfig is a gRPC service config of one retry policy with
+// maxAttempts attempts (line 5) and the extra lines at the end of the
+// policy (from line 10).
+func grpcConfig(attempts int, throttling string, extra ...string) string {
+	lines := []string{`{`, `  "methodConfig": [{`, `    "name": [{"service": "shop.Orders"}],`, `    "retryPolicy": {`,
+		fmt.Sprintf(`      "maxAttempts": %d,`, attempts), `      "initialBackoff": "0.1s",`, `      "maxBackoff": "1s",`,
+		`      "backoffMultiplier": 2,`, `      "retryableStatusCodes": ["UNAVAILABLE"]`}
+	lines = append(lines, extra...)
+	lines = append(lines, `    }`, `  }],`, `  `+throttling, `}`)
+	return strings.Join(lines, "\n") + "\n"
+}
+
+var configLintSteps = map[string][]configStep{
+	"HL015": {
+		{"maxAttempts 6 is run as 5", "sc.json", grpcConfig(6, `"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}`),
+			"{grpc_service_config: sc.json, method: shop.Orders/Get}", []string{"HL015 sc.json:5:7 strategies[0]"}},
+		{"maxAttempts 5", "sc.json", grpcConfig(5, `"retryThrottling": {"maxTokens": 10, "tokenRatio": 0.1}`),
+			"{grpc_service_config: sc.json, method: shop.Orders/Get}", nil},
+	},
+	"HL016": {
+		{"a per-try timeout as long as the route's", "vs.yaml", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: orders}\nspec:\n  hosts: [orders]\n  http:\n  - timeout: 2s\n    retries: {attempts: 2, perTryTimeout: 2s}\n    route: [{destination: {host: orders}}]\n",
+			"{istio: vs.yaml, virtual_service: orders}", []string{"HL016 vs.yaml:8:28 strategies[0]"}},
+		{"a per-try timeout of a fraction of it", "vs.yaml", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: orders}\nspec:\n  hosts: [orders]\n  http:\n  - timeout: 2s\n    retries: {attempts: 2, perTryTimeout: 500ms}\n    route: [{destination: {host: orders}}]\n",
+			"{istio: vs.yaml, virtual_service: orders}", nil},
+	},
+	"HL019": {
+		{"a misspelt retryThrottling", "sc.json", grpcConfig(3, `"retryThrotling": {"maxTokens": 10, "tokenRatio": 0.1}`),
+			"{grpc_service_config: sc.json, method: shop.Orders/Get}", []string{"HL019 sc.json:12:3 strategies[0]"}},
+	},
+}
+
+// TestConfigLintRuleSteps runs the step tables of the rules about
+// configuration files: each finding is placed at its line in the file.
+func TestConfigLintRuleSteps(t *testing.T) {
+	for _, table := range slices.Sorted(mapKeys(configLintSteps)) {
+		t.Run(table, func(t *testing.T) {
+			for _, tt := range configLintSteps[table] {
+				t.Run(tt.name, func(t *testing.T) {
+					dir := t.TempDir()
+					require.NoError(t, os.WriteFile(filepath.Join(dir, tt.file), []byte(tt.text), 0o644))
+					sc := lintYAML("{requests: 10, senders: 1, workers: 1}", "from: "+tt.from)
+					require.NoError(t, os.WriteFile(filepath.Join(dir, "x.yaml"), []byte(sc), 0o644))
+					s, err := Load(filepath.Join(dir, "x.yaml"))
+					require.NoError(t, err)
+					var got []string
+					for _, f := range Lint(s) {
+						if f.Rule.ID != table {
+							continue // the values read may break other rules
+						}
+						got = append(got, fmt.Sprintf("%s %s:%d:%d %s", f.Rule.ID, filepath.Base(f.File), f.Line, f.Col, f.Path))
+						assert.NotEmpty(t, f.Msg)
+					}
+					assert.Equal(t, tt.want, got)
+				})
+			}
+		})
+	}
 }
