@@ -345,7 +345,7 @@ func (f *envoyFile) find(e *errs, bs *bootstrapv3.Bootstrap, root *yaml.Node) {
 		path := fmt.Sprintf("static_resources.clusters[%d]", i)
 		if prev := f.cluster(c.GetName()); prev != nil {
 			k, _ := field(n, "name")
-			e.at(at(f.file, k, path+".name"), "cluster %q is defined twice (also at line %d): Envoy's cluster manager refuses a duplicate cluster", c.GetName(), prev.n.Line)
+			e.at(at(f.file, k, path+".name"), "cluster manager: duplicate cluster '%s' (also at line %d)", c.GetName(), prev.n.Line)
 			continue
 		}
 		f.clusters = append(f.clusters, &envoyCluster{c: c, n: n, path: path})
@@ -403,11 +403,29 @@ func (f *envoyFile) findChain(e *errs, fc *listenerv3.FilterChain, chainN *yaml.
 				f.routes = append(f.routes, er)
 				_, raN := protoField(rN, "route")
 				f.checkBackOff(e, r.GetRoute().GetRetryPolicy(), raN, rPath+".route")
-				if c := r.GetRoute().GetCluster(); c != "" && !noValidation && f.cluster(c) == nil {
-					k, _ := protoField(raN, "cluster")
-					e.at(at(f.file, k, rPath+".route.cluster"), "cluster %q is not defined in static_resources.clusters: Envoy refuses a static route_config that names an unknown cluster (validate_clusters defaults to true; set it to false when the cluster comes from CDS)", c)
+				if !noValidation {
+					f.checkClusters(e, r.GetRoute(), raN, rPath+".route")
 				}
 			}
+		}
+	}
+}
+
+// checkClusters refuses a route to a cluster the file does not define,
+// as Envoy refuses it for a static route_config, whose validate_clusters
+// defaults to true (config_impl.cc: "route: unknown cluster '%s'").
+func (f *envoyFile) checkClusters(e *errs, ra *routev3.RouteAction, raN *yaml.Node, path string) {
+	const why = ": Envoy checks the clusters of a static route_config (validate_clusters: false lets one come from CDS)"
+	if c := ra.GetCluster(); c != "" && f.cluster(c) == nil {
+		k, _ := protoField(raN, "cluster")
+		e.at(at(f.file, k, joinPath(path, keyOr(k, "cluster"))), "route: unknown cluster '%s'%s", c, why)
+	}
+	_, wcN := protoField(raN, "weighted_clusters")
+	_, csN := protoField(wcN, "clusters")
+	for i, w := range ra.GetWeightedClusters().GetClusters() {
+		if f.cluster(w.GetName()) == nil {
+			k, _ := protoField(item(csN, i), "name")
+			e.at(at(f.file, k, fmt.Sprintf("%s.weighted_clusters.clusters[%d].name", path, i)), "route: unknown cluster '%s'%s", w.GetName(), why)
 		}
 	}
 }
@@ -689,7 +707,9 @@ func (f *envoyFile) policy(r *envoyRoute) (*Policy, error) {
 // max_retries is 0, the position of the rule that lets no retry go.
 func (f *envoyFile) budget(cl *envoyCluster, prio corev3.RoutingPriority, rpK *yaml.Node, rpPath string) ([]Value, []Hazard, *Pos) {
 	if cl == nil {
-		return nil, nil, nil // a cluster from CDS: its breakers are not in the file
+		// A cluster from CDS (its breakers are not in the file), or
+		// weighted clusters (a budget each): no budget is written.
+		return nil, nil, nil
 	}
 	var out []Value
 	var hazards []Hazard

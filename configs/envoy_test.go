@@ -412,7 +412,14 @@ func TestEnvoyRefuses(t *testing.T) {
 			"", "value must be inside range [0, 100]"},
 		{"an unknown cluster", route(
 			"                  cluster: nowhere #!"),
-			"", `cluster "nowhere" is not defined in static_resources.clusters`},
+			"", `route: unknown cluster 'nowhere': Envoy checks the clusters of a static route_config`},
+		{"an unknown weighted cluster", route(
+			"                  weighted_clusters:",
+			"                    clusters:",
+			"                    - {name: c, weight: 1}",
+			"                    - name: gone #!",
+			"                      weight: 1"),
+			"", `route: unknown cluster 'gone'`},
 		{"an unknown @type", strings.Replace(route("                  cluster: c"),
 			`"@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
 			`"@type": type.googleapis.com/envoy.extensions.filters.network.kafka_broker.v3.KafkaBroker #!`, 1),
@@ -429,7 +436,7 @@ func TestEnvoyRefuses(t *testing.T) {
 			"", `route "r" does not forward (it is a redirect)`},
 		{"a cluster written twice", envoyBootstrap("", []string{"{name: r, match: {prefix: /}, route: {cluster: c}}"}, []string{
 			plainCluster, "name: c #!"}),
-			"", `cluster "c" is defined twice`},
+			"", `cluster manager: duplicate cluster 'c' (also at line 18)`},
 		{"two documents", route("                  cluster: c") + "---\nstatic_resources: {} #!\n",
 			"", "an Envoy bootstrap is one document"},
 	}
