@@ -45,6 +45,12 @@ import (
 	// protojson's Any: an @type not among them is refused by name.
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/file/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/access_loggers/stream/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/buffer/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/cors/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/fault/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/grpc_web/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/health_check/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/local_ratelimit/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/http/router/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
 	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/load_balancing_policies/least_request/v3"
@@ -317,7 +323,7 @@ func parseEnvoy(file string, data []byte) (*envoyFile, error) {
 	if err := protojson.Unmarshal(j.buf.Bytes(), &bs); err != nil {
 		pos, msg := j.place(err)
 		if m := unresolved.FindStringSubmatch(msg); m != nil {
-			msg = fmt.Sprintf("unknown @type %s: herdlab's Envoy reader knows the types a usual bootstrap holds (the HTTP connection manager, the router and TCP proxy filters, file and stream access logs, TLS transport sockets, HTTP protocol options, the round-robin, random and least-request balancers), and cannot check an extension it does not know", m[1])
+			msg = fmt.Sprintf("unknown @type %s: herdlab's Envoy reader knows the types a usual bootstrap holds (the HTTP connection manager; the router, buffer, CORS, fault, gRPC-Web, health check and local rate limit HTTP filters; the TCP proxy; file and stream access logs; TLS transport sockets; HTTP protocol options; the round-robin, random and least-request balancers), and cannot check an extension it does not know", m[1])
 		}
 		return nil, &Error{Pos: pos, Msg: msg}
 	}

@@ -626,3 +626,39 @@ func TestEnvoyJSON(t *testing.T) {
 	assert.Equal(t, 5, v.Value)
 	assert.Equal(t, "6:66", fmt.Sprintf("%d:%d", v.Pos.Line, v.Pos.Col))
 }
+
+// TestEnvoyTypedConfigs: the typed_configs of a usual bootstrap are
+// known to the reader, and each is validated by its own type: the same
+// file with one of them broken is refused at its key.
+func TestEnvoyTypedConfigs(t *testing.T) {
+	data, err := os.ReadFile("testdata/envoy/typed-configs.yaml")
+	require.NoError(t, err)
+	p, err := Read(Ref{Format: Envoy, File: "t.yaml", Name: "api"}, data)
+	require.NoError(t, err)
+	ma, ok := p.Get("max_attempts")
+	require.True(t, ok)
+	assert.Equal(t, 2, ma.Value)
+	f, err := Import(Envoy, "t.yaml", data)
+	require.NoError(t, err)
+	// load_balancing_policy has no herdlab balancer: replicas alone.
+	assert.Equal(t, []v{{"replicas", 1, false}}, values(f.Services[0].Values))
+
+	tests := []struct{ old, new, want, at string }{
+		{"stat_prefix: rl", "stat_prefix: ''", "value length must be at least 1 runes", "37:15"},
+		{"path: /var/log/envoy/access.log", "path: ''", "value length must be at least 1 runes", "28:15"},
+		{"sni: api.internal", "sni: api.internal\n        bogus: 1", `unknown field "bogus"`, "79:9"},
+		{"pass_through_mode: false", "pass_through_mode: {}", "invalid value for bool field value", "33:15"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.new, func(t *testing.T) {
+			in := strings.Replace(string(data), tt.old, tt.new, 1)
+			require.NotEqual(t, string(data), in)
+			_, err := Read(Ref{Format: Envoy, File: "t.yaml", Name: "api"}, []byte(in))
+			require.Error(t, err)
+			var e *Error
+			require.True(t, errors.As(err, &e), "%v", err)
+			assert.Contains(t, e.Msg, tt.want)
+			assert.Equal(t, tt.at, fmt.Sprintf("%d:%d", e.Pos.Line, e.Pos.Col), "%v", err)
+		})
+	}
+}
