@@ -251,6 +251,11 @@ func TestEnvoyDefaults(t *testing.T) {
 			route:   "{name: r, match: {prefix: /}, route: {cluster: c, retry_policy: {retry_on: 5xx}}}",
 			want:    retryDefaults("refused", "timeout", "reset", "5xx"),
 			hazards: []string{HazardNoBudget}},
+		{name: "a retry policy written once, by a YAML anchor",
+			vhost:   "retry_policy: &rp {retry_on: connect-failure, num_retries: 2}",
+			route:   "{name: r, match: {prefix: /}, route: {cluster: c, retry_policy: *rp}}",
+			want:    with(retryDefaults("refused"), []v{{"max_attempts", 3, false}}),
+			hazards: []string{HazardNoBudget}},
 		{name: "JSON field names",
 			route:   "{name: r, match: {prefix: /}, route: {cluster: c, retryPolicy: {retryOn: 5xx, numRetries: 2, perTryTimeout: 1s}}}",
 			want:    with(retryDefaults("refused", "timeout", "reset", "5xx"), []v{{"max_attempts", 3, false}, {"timeout", time.Second, false}}),
@@ -437,6 +442,10 @@ func TestEnvoyRefuses(t *testing.T) {
 		{"a cluster written twice", envoyBootstrap("", []string{"{name: r, match: {prefix: /}, route: {cluster: c}}"}, []string{
 			plainCluster, "name: c #!"}),
 			"", `cluster manager: duplicate cluster 'c' (also at line 18)`},
+		{"a YAML merge key", route(
+			"                  cluster: c",
+			"                  <<: {timeout: 1s} #!"),
+			"", "a YAML merge key has no counterpart in Envoy's JSON"},
 		{"two documents", route("                  cluster: c") + "---\nstatic_resources: {} #!\n",
 			"", "an Envoy bootstrap is one document"},
 	}
