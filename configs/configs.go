@@ -49,10 +49,13 @@ type Pos struct {
 	Default   string
 }
 
-// String formats p as FILE:LINE:COL: PATH, with "(default: DOC)" for a
-// default.
+// String formats p as FILE:LINE:COL: PATH (FILE:LINE:COL without a
+// path), with "(default: DOC)" for a default.
 func (p Pos) String() string {
-	s := fmt.Sprintf("%s:%d:%d: %s", p.File, p.Line, p.Col, p.Path)
+	s := fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Col)
+	if p.Path != "" {
+		s += ": " + p.Path
+	}
 	if p.Default != "" {
 		s += " (default: " + p.Default + ")"
 	}

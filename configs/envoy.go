@@ -247,9 +247,41 @@ func readEnvoy(ref Ref, data []byte) (*Policy, error) {
 		return nil, &Error{Pos: Pos{File: ref.File, Line: 1, Col: 1, Path: "routes"},
 			Msg: fmt.Sprintf("no route named %q (the named routes: %s)", ref.Name, strings.Join(names, ", "))}
 	case 1:
-		return f.policy(found[0])
+		p, err := f.policy(found[0])
+		if err != nil {
+			return nil, err
+		}
+		shorten(p)
+		return p, nil
 	}
 	return nil, ambiguous(f.file, found)
+}
+
+// shorten writes the paths of the values read from the nearest object a
+// reader recognises: routes[1].route.retry_policy.num_retries, not the
+// listener, filter chain, filter, route config and virtual host above
+// it; clusters[0].outlier_detection, not static_resources.clusters[0].
+// Errors keep the whole path.
+func shorten(p *Policy) {
+	short := func(path string) string {
+		if i := strings.LastIndex(path, "virtual_hosts["); i >= 0 {
+			path = path[i:]
+			if j := strings.Index(path, ".routes["); j >= 0 {
+				path = path[j+1:]
+			}
+			return path
+		}
+		return strings.TrimPrefix(path, "static_resources.")
+	}
+	for i := range p.Values {
+		p.Values[i].Pos.Path = short(p.Values[i].Pos.Path)
+	}
+	for i := range p.ServiceValues {
+		p.ServiceValues[i].Pos.Path = short(p.ServiceValues[i].Pos.Path)
+	}
+	for i := range p.Hazards {
+		p.Hazards[i].Pos.Path = short(p.Hazards[i].Pos.Path)
+	}
 }
 
 // ambiguous refuses a route name written more than once: herdlab selects
@@ -287,6 +319,7 @@ func allEnvoy(file string, data []byte) (*Fragment, error) {
 		if err != nil {
 			return nil, err
 		}
+		shorten(p)
 		frag.Policies = append(frag.Policies, p)
 	}
 	for _, r := range frag.Policies {
@@ -298,7 +331,9 @@ func allEnvoy(file string, data []byte) (*Fragment, error) {
 		return nil, err
 	}
 	for _, c := range f.clusters {
-		frag.Services = append(frag.Services, Service{Name: c.c.GetName(), Values: f.serviceValues(c, true)})
+		svc := &Policy{ServiceValues: f.serviceValues(c, true)}
+		shorten(svc)
+		frag.Services = append(frag.Services, Service{Name: c.c.GetName(), Values: svc.ServiceValues})
 	}
 	return frag, nil
 }

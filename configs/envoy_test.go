@@ -597,7 +597,10 @@ func TestEnvoyPositions(t *testing.T) {
 		assert.Equal(t, want, v.Value, field)
 	}
 	assert.Equal(t, "users", p.Service)
-	assert.Equal(t, "static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0].routes[0].route.retry_policy.num_retries", p.Values[0].Pos.Path)
+	// Values are placed from their route (errors keep the whole path).
+	assert.Equal(t, "routes[0].route.retry_policy.num_retries", p.Values[0].Pos.Path)
+	v, _ := p.Get("budget.percent")
+	assert.Equal(t, "clusters[0].circuit_breakers.thresholds[0].retry_budget.budget_percent", v.Pos.Path)
 }
 
 // TestEnvoyReadIsImport: reading a route by name gives the policy Import

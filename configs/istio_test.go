@@ -295,9 +295,9 @@ func TestIstioSelects(t *testing.T) {
 	assert.Equal(t, writes.Values, slashed.Values)
 
 	_, err = read("payments", "")
-	assert.EqualError(t, err, "mesh.yaml:1:1: : no VirtualService \"payments\" in the file (it has: frontend, orders, db)")
+	assert.EqualError(t, err, "mesh.yaml:1:1: no VirtualService \"payments\" in the file (it has: frontend, orders, db)")
 	_, err = read("orders", "deletes")
-	assert.EqualError(t, err, "mesh.yaml:1:1: : VirtualService \"orders\" has no http route \"deletes\"")
+	assert.EqualError(t, err, "mesh.yaml:1:1: VirtualService \"orders\" has no http route \"deletes\"")
 }
 
 // TestIstioPositions: every value of the deploy file is placed at its

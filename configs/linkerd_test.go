@@ -277,7 +277,7 @@ func TestLinkerdReadIsImport(t *testing.T) {
 		assert.Equal(t, want, got, want.Name)
 	}
 	_, err = Read(Ref{Format: Linkerd, File: "deploy-shop.yaml", Name: "DELETE /orders"}, data)
-	assert.EqualError(t, err, "deploy-shop.yaml:1:1: : no Linkerd route \"DELETE /orders\" in the file (it has: GET /orders/{id}, GET /orders, POST /orders, inventory, inventory-reads)")
+	assert.EqualError(t, err, "deploy-shop.yaml:1:1: no Linkerd route \"DELETE /orders\" in the file (it has: GET /orders/{id}, GET /orders, POST /orders, inventory, inventory-reads)")
 }
 
 // TestLinkerdHazards: annotation retries have no budget; a profile's

@@ -688,6 +688,12 @@ var configLintSteps = map[string][]configStep{
 		{"a per-try timeout of a fraction of it", "vs.yaml", "apiVersion: networking.istio.io/v1\nkind: VirtualService\nmetadata: {name: orders}\nspec:\n  hosts: [orders]\n  http:\n  - timeout: 2s\n    retries: {attempts: 2, perTryTimeout: 500ms}\n    route: [{destination: {host: orders}}]\n",
 			"{istio: vs.yaml, virtual_service: orders}", nil},
 	},
+	"HL017": {
+		{"a POST retried on 5xx", "envoy.yaml", mustRead("testdata/lint/files/envoy-post.yaml"),
+			"{envoy: envoy.yaml, route: create}", []string{"HL017 envoy.yaml:21:57 strategies[0]"}},
+		{"the same route matching GET", "envoy.yaml", strings.Replace(mustRead("testdata/lint/files/envoy-post.yaml"), "exact: POST", "exact: GET", 1),
+			"{envoy: envoy.yaml, route: create}", nil},
+	},
 	"HL019": {
 		{"a misspelt retryThrottling", "sc.json", grpcConfig(3, `"retryThrotling": {"maxTokens": 10, "tokenRatio": 0.1}`),
 			"{grpc_service_config: sc.json, method: shop.Orders/Get}", []string{"HL019 sc.json:12:3 strategies[0]"}},
@@ -720,4 +726,13 @@ func TestConfigLintRuleSteps(t *testing.T) {
 			}
 		})
 	}
+}
+
+// mustRead returns a file's text, for the step tables.
+func mustRead(path string) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		panic(err)
+	}
+	return string(data)
 }
