@@ -51,7 +51,7 @@ assets:
 # check: every shipped scenario's checks, the way a team gates its own in
 # CI; and the README's charts are what the code draws.
 check: build
-	./$(BIN) check scenarios/*.yaml
+	./$(BIN) check scenarios/*.yaml scenarios/configs/*.yaml
 	$(MAKE) --no-print-directory docs-check
 
 lint:

@@ -25,8 +25,11 @@ type Report struct {
 
 // Finding is a lint finding as a report shows it.
 type Finding struct {
-	Rule     string `json:"rule"`
-	Name     string `json:"name"`
+	Rule string `json:"rule"`
+	Name string `json:"name"`
+	// File is set when the finding is in another file than the
+	// scenario: a configuration file that a from: reads.
+	File     string `json:"file,omitempty"`
 	Path     string `json:"path"`
 	Line     int    `json:"line"`
 	Col      int    `json:"col"`
@@ -41,6 +44,14 @@ type Finding struct {
 // not.
 func (f Finding) fails(strict bool) bool {
 	return f.Error || (strict && f.Silenced == "")
+}
+
+// in returns the file the finding is in: its own, or the scenario's.
+func (f Finding) in(scenario string) string {
+	if f.File != "" {
+		return f.File
+	}
+	return scenario
 }
 
 // Failed counts the failed checks, and the lint findings that fail
@@ -85,14 +96,14 @@ func WriteText(w io.Writer, reports []*Report) error {
 		tw.Flush()
 		for _, f := range r.Lint {
 			if f.Silenced != "" {
-				fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s silenced: %s\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Silenced)
+				fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s silenced: %s\n", f.in(r.File), f.Line, f.Col, f.Path, f.Rule, f.Name, f.Silenced)
 				continue
 			}
 			level := "warning"
 			if f.fails(r.Strict) {
 				level = "error"
 			}
-			fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s: %s (%s)\n", r.File, f.Line, f.Col, f.Path, f.Rule, f.Name, f.Message, level)
+			fmt.Fprintf(w, "  %s:%d:%d: %s: %s %s: %s (%s)\n", f.in(r.File), f.Line, f.Col, f.Path, f.Rule, f.Name, f.Message, level)
 		}
 		fmt.Fprintf(w, "  %s\n\n", Tally(r.Passed(), r.Failed(), r.Skipped()))
 	}
@@ -207,7 +218,7 @@ func WriteJUnit(w io.Writer, reports []*Report) error {
 		}
 		for _, f := range r.Lint {
 			tc := junitCase{Name: "lint " + f.Rule + " " + f.Path, Classname: r.Scenario}
-			text := fmt.Sprintf("%s:%d:%d: %s", r.File, f.Line, f.Col, f.Message)
+			text := fmt.Sprintf("%s:%d:%d: %s", f.in(r.File), f.Line, f.Col, f.Message)
 			switch {
 			case f.fails(r.Strict):
 				tc.Failure = &junitFailure{Message: f.Name + ": " + f.Message, Text: text}

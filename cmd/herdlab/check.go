@@ -88,8 +88,12 @@ func checkScenarios(c *cli, fs *flag.FlagSet) int {
 	for i, sc := range loaded {
 		r := &checks.Report{File: sc.File(), Scenario: sc.Name, Runs: sc.Runs, Only: ran(sc, only), Strict: strict, Checks: []checks.Result{}, Lint: []checks.Finding{}}
 		for _, f := range scenarios.Lint(sc) {
-			r.Lint = append(r.Lint, checks.Finding{Rule: f.Rule.ID, Name: f.Rule.Name, Path: f.Path,
-				Line: f.Line, Col: f.Col, Message: f.Msg, Silenced: f.Silenced, Error: f.Rule.Error})
+			cf := checks.Finding{Rule: f.Rule.ID, Name: f.Rule.Name, Path: f.Path,
+				Line: f.Line, Col: f.Col, Message: f.Msg, Silenced: f.Silenced, Error: f.Rule.Error}
+			if f.File != sc.File() {
+				cf.File = f.File // in a configuration file the scenario reads
+			}
+			r.Lint = append(r.Lint, cf)
 		}
 		if !lintOnly {
 			bar := startProgress(c.stderr, fmt.Sprintf("%s (%d of %d)", sc.Name, i+1, len(loaded)), countRuns(sc, only)*sim.ProgressUnits)
