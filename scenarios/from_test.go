@@ -146,3 +146,59 @@ func TestASweepVariesAFieldBesideFrom(t *testing.T) {
 		assert.Equal(t, 100*time.Millisecond, p.Strategies[0].Backoff.Base, "the point keeps what the file says")
 	}
 }
+
+// TestFromInAGraph: an edge's policy and a call's deployed policy read
+// from files, and the upstream's outlier detection given to the service
+// of the graph named as the Envoy cluster.
+func TestFromInAGraph(t *testing.T) {
+	dir := t.TempDir()
+	envoy, err := os.ReadFile("../configs/testdata/envoy/deploy-front-proxy.yaml")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "envoy.yaml"), envoy, 0o644))
+	sc, err := os.ReadFile("testdata/from/service-config.json")
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "sc.json"), sc, 0o644))
+	text := `services:
+  - name: gateway
+    concurrency: 100
+    calls:
+      - {service: users, retry: {from: {grpc_service_config: sc.json, method: shop.Orders/Get}}}
+  - name: users
+    concurrency: 100
+    replicas: 3
+workload: {target: gateway, requests: 100}
+strategies:
+  - name: s
+    backoff: {kind: none}
+    max_attempts: 1
+    edges:
+      gateway->users: {from: {envoy: envoy.yaml, route: get-user}, max_attempts: 2}
+`
+	path := filepath.Join(dir, "g.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(text), 0o644))
+	s, err := Load(path)
+	require.NoError(t, err)
+
+	call := s.Services[0].Calls[0].Retry
+	require.NotNil(t, call)
+	assert.Equal(t, 4, call.MaxAttempts, "the call's deployed policy is the gRPC config's")
+	assert.True(t, call.Wrote("max_attempts"))
+
+	edge := s.Strategies[0].Edges.ByEdge["gateway->users"]
+	require.NotNil(t, edge)
+	assert.Equal(t, 2, edge.MaxAttempts, "written beside from:")
+	assert.Equal(t, BackoffEnvoyJitter, edge.Backoff.Kind)
+	assert.Equal(t, 50*time.Millisecond, edge.Backoff.Base)
+	require.NotNil(t, edge.Budget)
+	assert.Equal(t, 25.0, edge.Budget.Percent)
+
+	// The cluster's outlier detection, for the strategy's users service.
+	o := s.Strategies[0].Services.ByName["users"]
+	require.NotNil(t, o, "the strategy overrides users with its cluster's fields")
+	at, ok := s.Origin("strategies[0].services.users.health.consecutive")
+	require.True(t, ok)
+	assert.Contains(t, at.String(), "envoy.yaml:76:7: clusters[0].outlier_detection.consecutive_5xx")
+	at, ok = s.Origin("strategies[0].edges.gateway->users.budget.percent")
+	require.True(t, ok)
+	assert.Contains(t, at.String(), "envoy.yaml:73:11: clusters[0].circuit_breakers.thresholds[0].retry_budget.budget_percent")
+}
