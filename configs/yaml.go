@@ -70,19 +70,20 @@ func writeValues(bw *bufio.Writer, indent string, values []Value) {
 }
 
 // StrategyName turns a policy's name in its file (shop.Orders/Get) into a
-// herdlab strategy name (shop.Orders-Get): letters, digits, '.', '_' and
-// '-', starting with a letter or digit.
+// herdlab strategy name (shop.Orders-Get; GET /orders/{id} is
+// GET-orders-id): letters, digits, '.', '_' and '-', starting and ending
+// with a letter or digit.
 func StrategyName(name string) string {
 	var b strings.Builder
 	for _, r := range name {
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '.', r == '_', r == '-':
 			b.WriteRune(r)
-		default:
+		case !strings.HasSuffix(b.String(), "-"):
 			b.WriteByte('-')
 		}
 	}
-	out := strings.TrimLeft(b.String(), ".-_")
+	out := strings.Trim(b.String(), ".-_")
 	if out == "" {
 		return "policy"
 	}

@@ -20,6 +20,12 @@
 // other values, and Scenario.Points every point of a sweep; Parse builds
 // every point of a file's sweep, so a sweep that loads runs.
 //
+// A strategy, an edge's policy or a call's retry policy may be read
+// from a deployed configuration file (from:, see From and package
+// configs): Load reads it, relative to the scenario file, and every
+// value read keeps its source position (Scenario.Origin,
+// Scenario.ReadFrom) for errors, lint findings and the report.
+//
 // A scenario value is plain data: it is safe to read from several
 // goroutines once loaded.
 package scenarios
