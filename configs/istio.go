@@ -875,35 +875,16 @@ func istioRetryOn(retryOn string) []string {
 	set := map[string]bool{}
 	for _, part := range strings.Split(retryOn, ",") {
 		part = strings.TrimSpace(part)
-		if code, err := strconv.Atoi(part); err == nil {
-			switch {
-			case code == 503:
-				set["5xx"] = true
-			case code == 429:
-				set["429"] = true
-			case code >= 400 && code < 500:
-				set["4xx"] = true
-			}
-			continue
+		outs := envoyRetryOn[part]
+		if code, err := strconv.Atoi(part); err == nil && code > 0 {
+			outs = envoyStatusCodes([]uint32{uint32(code)}) // a bare number is a retriable status code
 		}
-		switch part {
-		case "5xx", "gateway-error":
-			set["refused"], set["timeout"], set["reset"], set["5xx"] = true, true, true, true
-		case "reset":
-			set["refused"], set["timeout"], set["reset"] = true, true, true
-		case "connect-failure", "reset-before-request":
-			set["refused"] = true
-		case "unavailable":
-			set["5xx"] = true
-		case "resource-exhausted":
-			set["429"] = true
+		for _, o := range outs {
+			set[o] = true
 		}
 	}
-	out := []string{}
-	for _, o := range []string{"refused", "timeout", "reset", "5xx", "429", "4xx"} {
-		if set[o] {
-			out = append(out, o)
-		}
+	if out := ordered(set); out != nil {
+		return out
 	}
-	return out
+	return []string{}
 }
