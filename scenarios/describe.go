@@ -61,6 +61,10 @@ func (s *Scenario) Describe() string {
 	names := make([]string, len(s.Strategies))
 	for i, st := range s.Strategies {
 		names[i] = st.Name
+		if st.From != nil {
+			ref, _ := st.From.ref()
+			names[i] += fmt.Sprintf(" (%s %s of %s)", ref.Format, ref.Name, ref.File)
+		}
 	}
 	fmt.Fprintf(&b, "; strategies: %s", strings.Join(names, ", "))
 	if sw := s.Sweep; sw != nil {

@@ -51,6 +51,7 @@ func TestFromReadsTheFile(t *testing.T) {
 	at, ok = s.Origin("strategies[0].budget.max_tokens")
 	require.True(t, ok)
 	assert.Equal(t, "testdata/from/service-config.json:25:23", strings.Join(strings.SplitN(at.String(), ":", 4)[:3], ":"))
+	assert.Contains(t, s.Describe(), "strategies: deployed (grpc shop.Orders/Get of service-config.json)")
 	_, ok = s.Origin("workload.requests")
 	assert.False(t, ok, "a field written in the scenario has no origin")
 
