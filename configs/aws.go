@@ -1,3 +1,5 @@
+//go:build !js
+
 package configs
 
 // The AWS shared config reader: a profile's retry_mode and max_attempts

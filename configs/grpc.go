@@ -1,3 +1,5 @@
+//go:build !js
+
 package configs
 
 // The gRPC service config reader: the retry and hedging policies of a

@@ -1,3 +1,5 @@
+//go:build !js
+
 package configs
 
 // The Istio reader: format "istio". A file is Kubernetes YAML, one or

@@ -1,3 +1,5 @@
+//go:build !js
+
 package configs
 
 // The Linkerd reader: format "linkerd". A file is Kubernetes YAML, one or

@@ -1,3 +1,5 @@
+//go:build !js
+
 package configs
 
 // Envoy's retry conditions, read by the Envoy reader and by the Istio
