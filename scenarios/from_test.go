@@ -63,6 +63,8 @@ func TestFromReadsTheFile(t *testing.T) {
 	assert.Contains(t, fields, "strategies[0].max_attempts")
 	assert.Contains(t, fields, "strategies[0].backoff.base")
 	assert.NotContains(t, fields, "strategies[0].backoff", "a mapping is listed by its fields")
+	assert.Contains(t, fields, "strategies[0].retry_on", "a list is listed whole")
+	assert.NotContains(t, fields, "strategies[0].retry_on[0]")
 }
 
 func TestFieldsBesideFromOverride(t *testing.T) {

@@ -120,19 +120,25 @@ func (s *Scenario) ReadFrom() []ReadField {
 	}
 	var out []ReadField
 	for path, p := range s.src.where {
-		if p.o != nil && !hasLeaf(s.src.where, path) {
-			out = append(out, ReadField{Field: path, At: *p.o})
+		if p.o == nil || hasLeaf(s.src.where, path) {
+			continue // a mapping: its fields are listed
 		}
+		if i := strings.LastIndexByte(path, '['); i > 0 && strings.HasSuffix(path, "]") {
+			if list, ok := s.src.where[path[:i]]; ok && list.o != nil {
+				continue // an item of a list read whole: the list is listed
+			}
+		}
+		out = append(out, ReadField{Field: path, At: *p.o})
 	}
 	slices.SortFunc(out, func(a, b ReadField) int { return strings.Compare(a.Field, b.Field) })
 	return out
 }
 
 // hasLeaf reports whether a field within path was recorded: path is a
-// mapping, not a value.
+// mapping, not a value (nor a list).
 func hasLeaf(where map[string]pos, path string) bool {
 	for p := range where {
-		if strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+		if strings.HasPrefix(p, path+".") {
 			return true
 		}
 	}
