@@ -25,10 +25,23 @@ func (f *Fragment) WriteYAML(w io.Writer) error {
 		bw.WriteString("strategies:\n")
 	}
 	for _, p := range f.Policies {
-		fmt.Fprintf(bw, "  - name: %s  # %s %q of %s\n", StrategyName(p.Name), f.Format, p.Name, f.File)
+		fmt.Fprintf(bw, "  - name: %s  # from: %s\n", StrategyName(p.Name), FromYAML(f.Format, f.File, p.Name))
 		writeValues(bw, "    ", p.Values)
 		for _, h := range p.Hazards {
 			fmt.Fprintf(bw, "    # hazard (%s): %s: %s\n", h.Rule, h.Pos, h.Msg)
+		}
+	}
+	var edges []string
+	for _, p := range f.Policies {
+		if p.Service != "" {
+			edges = append(edges, fmt.Sprintf("#     CALLER->%s: {from: %s}\n", p.Service, FromYAML(f.Format, f.File, p.Name)))
+		}
+	}
+	if len(edges) > 0 {
+		bw.WriteString("# In a graph, a route is the policy of the calls to its service: an edge of a\n")
+		bw.WriteString("# strategy, with CALLER the service that makes the calls:\n#   edges:\n")
+		for _, e := range edges {
+			bw.WriteString(e)
 		}
 	}
 	if len(f.Services) > 0 {
@@ -88,4 +101,22 @@ func StrategyName(name string) string {
 		return "policy"
 	}
 	return out
+}
+
+// FromYAML writes the from: that reads the policy named name of a file
+// of the format, in flow style.
+func FromYAML(format, file, name string) string {
+	f, n := FormatValue(file), FormatValue(name)
+	switch format {
+	case GRPC:
+		return fmt.Sprintf("{grpc_service_config: %s, method: %s}", f, n)
+	case Istio:
+		if vs, route, ok := strings.Cut(name, "/"); ok {
+			return fmt.Sprintf("{istio: %s, virtual_service: %s, route: %s}", f, FormatValue(vs), FormatValue(route))
+		}
+		return fmt.Sprintf("{istio: %s, virtual_service: %s}", f, n)
+	case AWS:
+		return fmt.Sprintf("{aws: %s, profile: %s}", f, n)
+	}
+	return fmt.Sprintf("{%s: %s, route: %s}", format, f, n) // envoy, linkerd
 }

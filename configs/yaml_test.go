@@ -60,7 +60,7 @@ func TestWriteYAMLNestsAndPlacesEveryField(t *testing.T) {
 # the file leaves out, filled in as its project documents it. Paste the strategies
 # into a scenario, or keep the link with from: (it reads the file at every run).
 strategies:
-  - name: s.S-M  # grpc "s.S/M" of f.json
+  - name: s.S-M  # from: {grpc_service_config: f.json, method: s.S/M}
     max_attempts: 3  # f.json:3:5: a.b
     backoff:
       kind: full-jitter  # f.json:2:1: a (default: doc)
@@ -68,4 +68,12 @@ strategies:
     retry_on: [5xx]  # f.json:3:5: a.b
     # hazard (clamped): f.json:3:5: a.b: m
 `, b.String())
+}
+
+func TestFromYAMLReadsThePolicy(t *testing.T) {
+	assert.Equal(t, "{istio: vs.yaml, virtual_service: orders, route: writes}", FromYAML(Istio, "vs.yaml", "orders/writes"))
+	assert.Equal(t, "{istio: vs.yaml, virtual_service: orders}", FromYAML(Istio, "vs.yaml", "orders"))
+	assert.Equal(t, `{linkerd: l.yaml, route: "GET /orders/{id}"}`, FromYAML(Linkerd, "l.yaml", "GET /orders/{id}"))
+	assert.Equal(t, "{envoy: e.yaml, route: get-user}", FromYAML(Envoy, "e.yaml", "get-user"))
+	assert.Equal(t, "{aws: config, profile: default}", FromYAML(AWS, "config", "default"))
 }

@@ -160,7 +160,7 @@ func summaryOf(t *testing.T, dir string) results.Summary {
 func TestImportPrintsWhereEachFieldCameFrom(t *testing.T) {
 	code, out, errOut := herdlab("import", "grpc", "../../scenarios/configs/deploy/grpc-service-config.json")
 	require.Equal(t, exitOK, code, errOut)
-	assert.Contains(t, out, "strategies:\n  - name: shop.Orders  # grpc \"shop.Orders\" of ../../scenarios/configs/deploy/grpc-service-config.json\n")
+	assert.Contains(t, out, "strategies:\n  - name: shop.Orders  # from: {grpc_service_config: ../../scenarios/configs/deploy/grpc-service-config.json, method: shop.Orders}\n")
 	assert.Contains(t, out, "    max_attempts: 5  # ../../scenarios/configs/deploy/grpc-service-config.json:7:9: methodConfig[0].retryPolicy.maxAttempts\n")
 	assert.Contains(t, out, "(default: gRFC A6")
 	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
