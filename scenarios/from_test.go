@@ -205,3 +205,18 @@ strategies:
 	require.True(t, ok)
 	assert.Contains(t, at.String(), "envoy.yaml:73:11: clusters[0].circuit_breakers.thresholds[0].retry_budget.budget_percent")
 }
+
+// TestLintSaysWhereAMeshRetries: HL010 names, for each layer read from a
+// file, where its attempts were read: Istio's default policy, written
+// nowhere in the mesh's files, is placed at the route that leaves it out.
+func TestLintSaysWhereAMeshRetries(t *testing.T) {
+	s, err := Load("configs/istio-mesh.yaml")
+	require.NoError(t, err)
+	var msg string
+	for _, f := range Lint(s) {
+		if f.Rule.ID == "HL010" && f.Path == "strategies[0].edges.gateway->frontend" {
+			msg = f.Msg
+		}
+	}
+	assert.Contains(t, msg, "orders->db (3 attempts: configs/deploy/istio-mesh-default.yaml:49:5: VirtualService/db spec.http[0].retries (default: Istio: ")
+}

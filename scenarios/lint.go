@@ -704,9 +704,14 @@ func (s *Scenario) lintGraph(report func(r LintRule, path, format string, args .
 				}
 				key := EdgeKey(caller.Name, c.Service)
 				if !slices.Contains(retrying, key) {
+					// A policy read from a file says where: Istio's default
+					// of 2 retries at every sidecar is written nowhere else.
+					if o, ok := s.Origin(s.edgeFieldPath(st, i, ci, j, "max_attempts")); ok {
+						key += fmt.Sprintf(" (%d attempts: %s)", edge.MaxAttempts, o)
+					}
 					retrying = append(retrying, key)
 					if edge.Budget == nil {
-						unbudgeted = append(unbudgeted, key)
+						unbudgeted = append(unbudgeted, EdgeKey(caller.Name, c.Service))
 					}
 				}
 				if where == path {
