@@ -148,6 +148,10 @@ func TestASweepVariesAFieldBesideFrom(t *testing.T) {
 		assert.Equal(t, n, p.Strategies[0].MaxAttempts)
 		assert.Equal(t, 100*time.Millisecond, p.Strategies[0].Backoff.Base, "the point keeps what the file says")
 	}
+	// from: itself is read once: a sweep cannot change it.
+	_, err = s.With(Setting{Path: "strategies[0].from.method", Value: "shop.Orders/Slow"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "strategies[0].from names the configuration file read when the scenario loads: a sweep cannot vary it")
 }
 
 // TestFromInAGraph: an edge's policy and a call's deployed policy read

@@ -625,6 +625,11 @@ func set(n *yaml.Node, steps []step, value string, k int) (*yaml.Node, error) {
 	here := func() string { return pathString(steps[:k]) }
 	through := func() string { return pathString(steps[:k+1]) }
 	if st.kind == stepKey {
+		if st.key == "from" {
+			// Read when the file loads, into the fields beside it: a new
+			// from: would change the field names, not the policy.
+			return nil, fmt.Errorf("%s names the configuration file read when the scenario loads: a sweep cannot vary it; vary the fields it gives instead, such as %s.max_attempts", through(), here())
+		}
 		if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!null" {
 			n = &yaml.Node{Kind: yaml.MappingNode, Line: n.Line, Column: n.Column}
 		}
