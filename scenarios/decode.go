@@ -160,13 +160,17 @@ func (d *decoder) add(e *Error) {
 	}
 }
 
-// err returns every problem recorded, in file order, as one error whose
-// Unwrap lists them; nil when there is none.
+// err returns every problem recorded, in file order (the scenario's,
+// then those of the files its from: reads), as one error whose Unwrap
+// lists them; nil when there is none.
 func (d *decoder) err() error {
 	if len(d.errs) == 0 {
 		return nil
 	}
 	sort.SliceStable(d.errs, func(i, j int) bool {
+		if a, b := d.errs[i].File, d.errs[j].File; a != b { // the scenario's first, then each file's a from: reads
+			return a == d.file || (b != d.file && a < b)
+		}
 		if d.errs[i].Line != d.errs[j].Line {
 			return d.errs[i].Line < d.errs[j].Line
 		}

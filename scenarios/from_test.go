@@ -224,3 +224,17 @@ func TestLintSaysWhereAMeshRetries(t *testing.T) {
 	}
 	assert.Contains(t, msg, "orders->db (3 attempts: configs/deploy/istio-mesh-default.yaml:49:5: VirtualService/db spec.http[0].retries (default: Istio: ")
 }
+
+// TestProblemsListTheScenarioFirst: a scenario's problems come first,
+// then those placed in the files its from: reads, each file in line
+// order.
+func TestProblemsListTheScenarioFirst(t *testing.T) {
+	// The scenario's problem is on line 11, the file's on line 9.
+	path := writeScenario(t, "  - name: s\n    from: {grpc_service_config: service-config.json, method: shop.Orders/Get}\n    backoff: {base: 5s}\n    # a\n    # b\n    # c\n    timeout: -1s\n")
+	_, err := Load(path)
+	require.Error(t, err)
+	lines := strings.Split(err.Error(), "\n")
+	require.Len(t, lines, 2, err.Error())
+	assert.Contains(t, lines[0], "s.yaml:11:14: strategies[0].timeout:")
+	assert.Contains(t, lines[1], "service-config.json:9:9: methodConfig[0].retryPolicy.maxBackoff (strategies[0].backoff.cap)")
+}
