@@ -625,7 +625,7 @@ func set(n *yaml.Node, steps []step, value string, k int) (*yaml.Node, error) {
 	here := func() string { return pathString(steps[:k]) }
 	through := func() string { return pathString(steps[:k+1]) }
 	if st.kind == stepKey {
-		if st.key == "from" {
+		if st.key == "from" && k > 0 && (steps[0].key == "strategies" || steps[k-1].key == "retry") {
 			// Read when the file loads, into the fields beside it: a new
 			// from: would change the field names, not the policy.
 			return nil, fmt.Errorf("%s names the configuration file read when the scenario loads: a sweep cannot vary it; vary the fields it gives instead, such as %s.max_attempts", through(), here())
