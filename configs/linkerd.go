@@ -264,21 +264,30 @@ func (f *linkerdFile) profile(doc *yaml.Node, id, name string) {
 	}
 }
 
-// requestMatch is ValidateRequestMatch's error, or "".
-func (f *linkerdFile) requestMatch(n *yaml.Node, path string) string {
-	f.keys(n, path, linkerdKeysReqMatch)
-	set := false
+// allAny checks the all and any lists of the match n with match, and
+// reports whether either is set, and the first error.
+func (f *linkerdFile) allAny(n *yaml.Node, path string, match func(*yaml.Node, string) string) (set bool, msg string) {
 	for _, key := range []string{"all", "any"} {
 		if _, v := field(n, key); v != nil {
 			set = true
 			if v.Kind == yaml.SequenceNode {
 				for i, c := range v.Content {
-					if msg := f.requestMatch(c, fmt.Sprintf("%s.%s[%d]", path, key, i)); msg != "" {
-						return msg
+					if msg := match(c, fmt.Sprintf("%s.%s[%d]", path, key, i)); msg != "" {
+						return set, msg
 					}
 				}
 			}
 		}
+	}
+	return set, ""
+}
+
+// requestMatch is ValidateRequestMatch's error, or "".
+func (f *linkerdFile) requestMatch(n *yaml.Node, path string) string {
+	f.keys(n, path, linkerdKeysReqMatch)
+	set, msg := f.allAny(n, path, f.requestMatch)
+	if msg != "" {
+		return msg
 	}
 	if _, v := field(n, "not"); v != nil {
 		set = true
@@ -298,18 +307,9 @@ func (f *linkerdFile) requestMatch(n *yaml.Node, path string) string {
 // responseMatch is ValidateResponseMatch's error, or "".
 func (f *linkerdFile) responseMatch(n *yaml.Node, path string) string {
 	f.keys(n, path, linkerdKeysRspMatch)
-	set := false
-	for _, key := range []string{"all", "any"} {
-		if _, v := field(n, key); v != nil {
-			set = true
-			if v.Kind == yaml.SequenceNode {
-				for i, c := range v.Content {
-					if msg := f.responseMatch(c, fmt.Sprintf("%s.%s[%d]", path, key, i)); msg != "" {
-						return msg
-					}
-				}
-			}
-		}
+	set, msg := f.allAny(n, path, f.responseMatch)
+	if msg != "" {
+		return msg
 	}
 	if _, st := field(n, "status"); st != nil {
 		set = true
