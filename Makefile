@@ -7,12 +7,20 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build test check bench demo docs docs-into docs-check lint fuzz clean ui site assets
+.PHONY: all build install test check bench demo docs docs-into docs-check lint fuzz clean ui site assets
 
 all: build
 
+# VERSION is what herdlab version prints: the commit, described by git
+# (the go command records none when -buildvcs is off).
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+
 build:
-	$(GO) build -o $(BIN) ./cmd/herdlab
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/herdlab
+
+# install: herdlab on your PATH, in $(go env GOPATH)/bin, from this clone.
+install:
+	$(GO) install -ldflags "-X main.version=$(VERSION)" ./cmd/herdlab
 
 # test: formatting, vet, every test with the race detector, then the
 # tests that need real time undistorted by it (the real-HTTP agreement and

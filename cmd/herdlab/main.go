@@ -92,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch name {
 	case "help", "-h", "--help":
 		return c.help(rest)
+	case "--version":
+		name = "version"
 	}
 	cmd, ok := commands[name]
 	if !ok {

@@ -104,6 +104,15 @@ func TestVersion(t *testing.T) {
 	code, out, _ := herdlab("version")
 	assert.Equal(t, exitOK, code)
 	assert.True(t, strings.HasPrefix(out, "herdlab "), out)
+	code, flagOut, _ := herdlab("--version")
+	assert.Equal(t, exitOK, code)
+	assert.Equal(t, out, flagOut, "--version is the version command")
+
+	// make build stamps the version it describes (git describe).
+	defer func(v string) { version = v }(version)
+	version = "v0.3.0-12-gabcdef123456"
+	_, out, _ = herdlab("--version")
+	assert.Equal(t, "herdlab v0.3.0-12-gabcdef123456\n", out)
 }
 
 // TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe: serve and replay refuse
@@ -149,4 +158,23 @@ strategies:
 	data, err := os.ReadFile(filepath.Join(out, "services.csv"))
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(string(data), results.ServicesHeader))
+}
+
+// TestCITemplatesInstallFromACheckout: the workflows the README tells
+// users to copy install herdlab the way that works before its module is
+// published: from a checkout, with make install.
+func TestCITemplatesInstallFromACheckout(t *testing.T) {
+	files, err := filepath.Glob("../../docs/ci/*.yml")
+	require.NoError(t, err)
+	require.NotEmpty(t, files)
+	for _, file := range files {
+		text := mustRead(t, file)
+		assert.Contains(t, text, "run: make -C .herdlab install", file)
+		for _, line := range strings.Split(text, "\n") {
+			if strings.HasPrefix(strings.TrimSpace(line), "run:") {
+				assert.NotContains(t, line, "@latest", "%s: go install ...@latest fails until the module is published", file)
+			}
+		}
+	}
+	assert.Regexp(t, `(?m)^install:\n\t\$\(GO\) install `, mustRead(t, "../../Makefile"), "make install exists")
 }
