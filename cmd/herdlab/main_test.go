@@ -178,3 +178,16 @@ func TestCITemplatesInstallFromACheckout(t *testing.T) {
 	}
 	assert.Regexp(t, `(?m)^install:\n\t\$\(GO\) install `, mustRead(t, "../../Makefile"), "make install exists")
 }
+
+// TestDocsStayInTheRepository: the docs and the README point at nothing
+// outside the repository.
+func TestDocsStayInTheRepository(t *testing.T) {
+	files, err := filepath.Glob("../../docs/*.md")
+	require.NoError(t, err)
+	files = append(files, "../../README.md")
+	for _, file := range files {
+		text := mustRead(t, file)
+		assert.NotContains(t, text, "../shared", file)
+		assert.NotContains(t, text, "DESIGN.md", file)
+	}
+}
