@@ -51,7 +51,8 @@ var fromFormats = []struct{ key, format, selector string }{
 	{"aws", configs.AWS, "profile"},
 }
 
-// Ref returns what f names, with its file relative to dir.
+// ref returns what f names, as configs reads it, and the key that
+// names its format.
 func (f *From) ref() (configs.Ref, string) {
 	switch {
 	case f.GRPCServiceConfig != "":
