@@ -258,22 +258,36 @@ func FuzzParse(f *testing.F) {
 	})
 }
 
-// TestReadmeScenariosParse: every complete scenario the README shows (a
-// yaml block with strategies) parses and validates.
+// TestReadmeScenariosParse: every complete scenario the README and the
+// docs show (a yaml block with strategies) parses and validates, and
+// they show a server scenario and a graph.
 func TestReadmeScenariosParse(t *testing.T) {
-	data, err := os.ReadFile("../README.md")
+	files, err := filepath.Glob("../docs/*.md")
 	require.NoError(t, err)
-	blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(data), -1)
-	n := 0
-	for i, b := range blocks {
-		if !strings.Contains(b[1], "\nstrategies:") {
-			continue
+	files = append(files, "../README.md")
+	var server, graph int
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		blocks := regexp.MustCompile("(?s)```yaml\n(.*?)```").FindAllStringSubmatch(string(data), -1)
+		for i, b := range blocks {
+			if !strings.Contains(b[1], "\nstrategies:") {
+				continue
+			}
+			name := fmt.Sprintf("%s-block-%d.yaml", filepath.Base(file), i)
+			s, err := Parse(name, []byte(b[1]))
+			if !assert.NoError(t, err, name) {
+				continue
+			}
+			if len(s.Services) > 1 {
+				graph++
+			} else {
+				server++
+			}
 		}
-		n++
-		_, err := Parse(fmt.Sprintf("readme-block-%d.yaml", i), []byte(b[1]))
-		assert.NoError(t, err)
 	}
-	assert.GreaterOrEqual(t, n, 2, "the README shows a server scenario and a graph")
+	assert.Positive(t, server, "the docs show a scenario of one server")
+	assert.Positive(t, graph, "the docs show a graph of services")
 }
 
 func TestDescribeAGraph(t *testing.T) {

@@ -43,18 +43,24 @@ func BenchmarkMillionChain(b *testing.B) {
 
 // benchScenario times one run of the scenario in file at a time,
 // reporting events and attempts (as attempts counts them) per second, the
-// wall time of a run and the peak resident memory.
+// wall time and the CPU time of a run (the process's, user and system:
+// on a shared machine the wall time measures the neighbours too) and
+// the peak resident memory.
 func benchScenario(b *testing.B, file string, attemptsOf func(*results.Run) int64) {
 	sc, err := scenarios.Load(file)
 	require.NoError(b, err)
 	b.ReportAllocs()
 	var events, attempts int64
+	var cpu time.Duration
 	for b.Loop() {
 		b.StopTimer()
 		debug.FreeOSMemory() // so that peak RSS is one run's, not several
 		b.StartTimer()
+		cpu0, _ := cpuTimes()
 		res, err := Run(context.Background(), sc, Options{Parallel: 1})
 		require.NoError(b, err)
+		cpu1, _ := cpuTimes()
+		cpu += cpu1 - cpu0
 		events += res.Runs[0].Events
 		attempts += attemptsOf(res.Runs[0])
 	}
@@ -62,6 +68,8 @@ func benchScenario(b *testing.B, file string, attemptsOf func(*results.Run) int6
 	b.ReportMetric(float64(events)/s, "events/s")
 	b.ReportMetric(float64(attempts)/s, "attempts/s")
 	b.ReportMetric(s/float64(b.N), "wall-s/run")
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/run")
+	b.ReportMetric(float64(events)/cpu.Seconds(), "events/cpu-s")
 	b.ReportMetric(float64(maxRSS())/(1<<20), "peak-RSS-MB")
 }
 
