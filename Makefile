@@ -59,15 +59,15 @@ release:
 
 # image: the container image a user runs, $(IMAGE):$(VERSION) and
 # $(IMAGE):latest: the static binary for linux/$(IMAGE_ARCH), built here,
-# alone in an image FROM scratch (deploy/Dockerfile), so that building it
-# pulls nothing. docker run --rm -v "$$PWD:/work" herdlab run x.yaml
+# alone in an image FROM scratch (deploy/Dockerfile; the build context is
+# the binary's folder), so that building it pulls nothing and sends only
+# the binary. docker run --rm -v "$$PWD:/work" herdlab run x.yaml
 IMAGE      ?= herdlab
 IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
 image:
 	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath \
 		-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/linux-$(IMAGE_ARCH)/herdlab ./cmd/herdlab
-	docker build --platform linux/$(IMAGE_ARCH) --build-arg TARGETARCH=$(IMAGE_ARCH) \
-		-f deploy/Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest .
+	docker build --platform linux/$(IMAGE_ARCH) -f deploy/Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest bin/linux-$(IMAGE_ARCH)
 
 # ui: the lab in the browser, at http://127.0.0.1:8090/ (herdlab ui).
 ui: build
