@@ -7,7 +7,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build install test check bench demo docs docs-into docs-check lint fuzz clean ui site assets
+.PHONY: all build install test check bench demo docs docs-into docs-check lint fuzz clean ui site assets release image
 
 all: build
 
@@ -39,6 +39,35 @@ test: lint
 	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser|TestTheSameSeedWritesTheSameBytes|TestAGraphWritesTheSameBytes" ./cmd/herdlab ./realhttp ./sweep ./sim ./herdtest ./web/wasm ./web
 	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
 	cd examples/clients && $(GO) test -count=1 -timeout 5m ./...
+
+# COMMIT is stamped beside VERSION by release and image (herdlab version
+# prints both).
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
+
+# release: herdlab for every OS and CPU of a release, with the Go
+# toolchain alone (CGO_ENABLED=0, -trimpath, VERSION and COMMIT stamped),
+# into $(DIST): herdlab_VERSION_OS_ARCH.tar.gz (.zip for windows), each
+# with LICENSE and README.md, and SHA256SUMS (cd $(DIST) && sha256sum -c
+# SHA256SUMS). The same commit gives the same bytes: the archives' times
+# are the commit's. TARGETS builds some only: make release TARGETS="linux/arm64".
+DIST    ?= dist
+TARGETS ?=
+release:
+	rm -rf $(DIST)
+	$(GO) run ./internal/release -go "$(GO)" -version "$(VERSION)" -commit "$(COMMIT)" \
+		-mtime "$$(git log -1 --format=%ct 2>/dev/null || echo 0)" -out $(DIST) -targets "$(TARGETS)"
+
+# image: the container image a user runs, $(IMAGE):$(VERSION) and
+# $(IMAGE):latest: the static binary for linux/$(IMAGE_ARCH), built here,
+# alone in an image FROM scratch (deploy/Dockerfile; the build context is
+# the binary's folder), so that building it pulls nothing and sends only
+# the binary. docker run --rm -v "$$PWD:/work" herdlab run x.yaml
+IMAGE      ?= herdlab
+IMAGE_ARCH ?= $(shell $(GO) env GOARCH)
+image:
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath \
+		-ldflags "-s -w -X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o bin/linux-$(IMAGE_ARCH)/herdlab ./cmd/herdlab
+	docker build --platform linux/$(IMAGE_ARCH) -f deploy/Dockerfile -t $(IMAGE):$(VERSION) -t $(IMAGE):latest bin/linux-$(IMAGE_ARCH)
 
 # ui: the lab in the browser, at http://127.0.0.1:8090/ (herdlab ui).
 ui: build

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"sort"
 	"strings"
@@ -22,8 +23,11 @@ import (
 	"github.com/zeontools/herdlab/sim"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = ""
+// version and commit are stamped at build time by make (build, install,
+// release, image): -ldflags "-X main.version=... -X main.commit=...".
+// Empty, herdlab version says what the go command recorded instead (see
+// versionLine).
+var version, commit = "", ""
 
 // Exit codes, as in DESIGN.md.
 const (
@@ -172,7 +176,7 @@ Exit codes: 0 ok, 1 a check or run failed, 2 bad input.
 }
 
 var versionCmd = &command{
-	summary: "Print herdlab's version.",
+	summary: "Print herdlab's version, commit, Go toolchain and platform.",
 	run: func(c *cli, fs *flag.FlagSet) int {
 		if fs.NArg() > 0 {
 			fmt.Fprintf(c.stderr, "herdlab version: takes no arguments, got %q\n", fs.Arg(0))
@@ -183,21 +187,55 @@ var versionCmd = &command{
 	},
 }
 
-// buildVersion is the version set at link time, or the module version and
-// VCS revision recorded by the go command.
+// buildVersion is the line herdlab version prints after "herdlab ": the
+// version, the commit when one is known, and the toolchain and platform,
+// such as "v0.3.0-12-gabcdef1 (commit abcdef1..., go1.26.8, linux/amd64)".
 func buildVersion() string {
-	if version != "" {
-		return version
-	}
 	info, ok := debug.ReadBuildInfo()
 	if !ok {
-		return "(unknown)"
+		info = nil
 	}
-	v := info.Main.Version
-	for _, s := range info.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
+	return versionLine(version, commit, info, runtime.Version(), runtime.GOOS+"/"+runtime.GOARCH)
+}
+
+// versionLine says which herdlab this is from what it knows of its build:
+//   - the version: stamped, when make stamped one (-X main.version, what
+//     git describe says); else the module's version that go install
+//     module@version records (info.Main.Version, such as v0.3.0); else
+//     "(devel)", a build from a checkout that stamped nothing.
+//   - the commit: stamped (-X main.commit), else the vcs.revision the go
+//     command records when it builds in a checkout with -buildvcs on
+//     (with "-dirty" if vcs.modified says the tree had changes); else
+//     none is said.
+//
+// info may be nil (a binary without build information).
+func versionLine(stamped, stampedCommit string, info *debug.BuildInfo, goVersion, platform string) string {
+	v, c := stamped, stampedCommit
+	if info != nil {
+		if v == "" && info.Main.Version != "" {
+			v = info.Main.Version
+		}
+		if c == "" {
+			var revision, modified string
+			for _, s := range info.Settings {
+				switch s.Key {
+				case "vcs.revision":
+					revision = s.Value
+				case "vcs.modified":
+					modified = s.Value
+				}
+			}
+			if c = revision; c != "" && modified == "true" {
+				c += "-dirty"
+			}
 		}
 	}
-	return v
+	if v == "" {
+		v = "(devel)"
+	}
+	about := []string{goVersion, platform}
+	if c != "" {
+		about = append([]string{"commit " + c}, about...)
+	}
+	return v + " (" + strings.Join(about, ", ") + ")"
 }

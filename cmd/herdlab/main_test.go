@@ -100,21 +100,6 @@ func TestHelpTextsFitATerminal(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	code, out, _ := herdlab("version")
-	assert.Equal(t, exitOK, code)
-	assert.True(t, strings.HasPrefix(out, "herdlab "), out)
-	code, flagOut, _ := herdlab("--version")
-	assert.Equal(t, exitOK, code)
-	assert.Equal(t, out, flagOut, "--version is the version command")
-
-	// make build stamps the version it describes (git describe).
-	defer func(v string) { version = v }(version)
-	version = "v0.3.0-12-gabcdef123456"
-	_, out, _ = herdlab("--version")
-	assert.Equal(t, "herdlab v0.3.0-12-gabcdef123456\n", out)
-}
-
 // TestGraphsOverRealHTTPRefuseWhatTheyDoNotServe: serve and replay refuse
 // a graph setting the real-HTTP graph does not serve yet (exit 2, at its
 // field) rather than serve a model it does not describe, and bad flags
