@@ -14,13 +14,15 @@ all: build
 # VERSION is what herdlab version prints: the commit, described by git
 # (the go command records none when -buildvcs is off).
 VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+# COMMIT is stamped beside it (herdlab version prints both).
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 build:
-	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN) ./cmd/herdlab
+	$(GO) build -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" -o $(BIN) ./cmd/herdlab
 
 # install: herdlab on your PATH, in $(go env GOPATH)/bin, from this clone.
 install:
-	$(GO) install -ldflags "-X main.version=$(VERSION)" ./cmd/herdlab
+	$(GO) install -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" ./cmd/herdlab
 
 # test: formatting, vet, every test with the race detector, then the
 # tests that need real time undistorted by it (the real-HTTP agreement and
@@ -39,10 +41,6 @@ test: lint
 	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser|TestTheSameSeedWritesTheSameBytes|TestAGraphWritesTheSameBytes" ./cmd/herdlab ./realhttp ./sweep ./sim ./herdtest ./web/wasm ./web
 	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
 	cd examples/clients && $(GO) test -count=1 -timeout 5m ./...
-
-# COMMIT is stamped beside VERSION by release and image (herdlab version
-# prints both).
-COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 # release: herdlab for every OS and CPU of a release, with the Go
 # toolchain alone (CGO_ENABLED=0, -trimpath, VERSION and COMMIT stamped),
@@ -148,4 +146,4 @@ docs-check: build
 	done; echo "docs: the committed charts are what make docs draws"
 
 clean:
-	rm -rf bin out
+	rm -rf bin out dist
