@@ -135,6 +135,13 @@ type keyChecker interface {
 	checkKeys(written map[string]*yaml.Node, fail func(key, msg string))
 }
 
+// fieldDecoder is implemented by structs one of whose fields takes a
+// keyword its Go type cannot hold (max_attempts: unlimited, kept as 0).
+// decodeField returns false to leave the field to the ordinary decoding.
+type fieldDecoder interface {
+	decodeField(d *decoder, key string, n *yaml.Node, path string) bool
+}
+
 // defaulter is implemented by structs with defaults; the decoder calls it
 // on every struct it creates before decoding the file's values over it.
 type defaulter interface {
@@ -416,6 +423,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		written[name] = key
+		if fd, ok := v.Addr().Interface().(fieldDecoder); ok && fd.decodeField(d, name, val, sub) {
+			continue
+		}
 		d.decode(val, v.FieldByIndex(index), sub)
 	}
 	if kc, ok := v.Addr().Interface().(keyChecker); ok {

@@ -21,7 +21,7 @@ var wallS = regexp.MustCompile(`"wall_s": [-0-9.e+]+`)
 // figure that differs from run to run, to 0.
 func normalize(summary string) string { return wallS.ReplaceAllString(summary, `"wall_s": 0`) }
 
-const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"
+const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: unlimited}\n"
 
 // read returns a shipped scenario, or a file of testdata/.
 func read(t *testing.T, name string) string {
