@@ -77,7 +77,6 @@ func TestValidateAValidFile(t *testing.T) {
 		"strategies[2].backoff.base":  "full-jitter: base = 1s",
 		"strategies[2].backoff.cap":   "full-jitter: cap = 60s",
 		"strategies[2].max_attempts":  "full-jitter: attempts = 10",
-		"strategies[2].timeout":       "full-jitter: timeout = 10s",
 		"strategies[3].backoff.base":  "equal-jitter: base = 1s",
 		"strategies[3].backoff.cap":   "equal-jitter: cap = 60s",
 		"strategies[3].max_attempts":  "equal-jitter: attempts = 10",
