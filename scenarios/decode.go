@@ -513,7 +513,8 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // place of the mistake. yaml.v3 names only a line, and often the line of
 // the enclosing block rather than of the mistake, so the position (and
 // then the words) come from a second parser, go-yaml's, which names the
-// line and column of the offending token; where it finds no mistake,
+// line and column of the offending token, moved to the place of the fix
+// where that is elsewhere (see syntaxFix); where it finds no mistake,
 // yaml.v3's line is kept, at its first non-blank column.
 func syntaxError(file string, err error, data []byte) *Error {
 	msg := err.Error()
@@ -531,6 +532,7 @@ func syntaxError(file string, err error, data []byte) *Error {
 			p := ge.GetToken().Position
 			e.Line, e.Col = p.Line, max(p.Column, 1)
 			e.Msg = "not valid YAML: " + strings.ReplaceAll(ge.GetMessage(), "\t", `\t`)
+			syntaxFix(e, data, line)
 		}
 	}
 	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
@@ -545,14 +547,3 @@ func syntaxError(file string, err error, data []byte) *Error {
 
 // unknownAnchor matches yaml.v3's error for an alias without an anchor.
 var unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-
-// firstColumn returns the column of the first non-blank character of
-// line in data, 1 if there is none.
-func firstColumn(data []byte, line int) int {
-	lines := bytes.Split(data, []byte("\n"))
-	if line < 1 || line > len(lines) {
-		return 1
-	}
-	l := lines[line-1]
-	return len(l) - len(bytes.TrimLeft(l, " \t")) + 1
-}
