@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -193,4 +194,19 @@ func shippedFiles(t *testing.T) []string {
 	require.NotEmpty(t, files)
 	require.NotEmpty(t, read)
 	return append(files, read...)
+}
+
+// TestLintDocListsEveryRule: docs/lint.md has a row for every rule, by
+// its id and name, and names error rules as such.
+func TestLintDocListsEveryRule(t *testing.T) {
+	data, err := os.ReadFile("../docs/lint.md")
+	require.NoError(t, err)
+	doc := string(data)
+	for _, r := range LintRules {
+		row := "| " + r.ID + " " + r.Name + " |"
+		if r.Error {
+			row = "| " + r.ID + " " + r.Name + " (error) |"
+		}
+		assert.Contains(t, doc, row, "docs/lint.md lists %s", r.ID)
+	}
 }
