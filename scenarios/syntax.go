@@ -50,6 +50,11 @@ func syntaxFix(e *Error, data []byte, v3line int) {
 		if o, ok := lastUnclosed(lines, e.Line); ok {
 			closer := map[byte]string{'{': "}", '[': "]"}[o.char]
 			what := map[byte]string{'{': "mapping", '[': "list"}[o.char]
+			if o.wrongLine > 0 {
+				e.Line, e.Col = o.wrongLine, o.wrongCol
+				e.Msg = fmt.Sprintf("not valid YAML: this %c does not close the %c of line %d, column %d: write %s", at(e.Line, e.Col), o.char, o.line, o.col, closer)
+				return
+			}
 			e.Line, e.Col = o.line, o.col
 			e.Msg = fmt.Sprintf("not valid YAML: this %c is never closed: end the %s with %s", o.char, what, closer)
 			return
@@ -57,13 +62,23 @@ func syntaxFix(e *Error, data []byte, v3line int) {
 	case msg == "mapping value is not allowed in this context" && v3line > e.Line:
 		// go-yaml names the end of the line above the over-indented one.
 		prev := prevContent(lines, v3line)
+		if p := strings.TrimLeft(text(prev), " "); prev > 0 && len(p) > 1 && p[0] == '-' && p[1] != ' ' && p[1] != '-' {
+			// -name: a is a key "-name", not a list item.
+			e.Line, e.Col = prev, indentOf(text(prev))+1
+			e.Msg = fmt.Sprintf("not valid YAML: a list item needs a space after its -: write - %s", p[1:])
+			return
+		}
 		if prev > 0 && indentOf(text(v3line)) > indentOf(text(prev)) && hasValue(text(prev)) {
-			key := strings.TrimSpace(strings.SplitN(text(prev), ":", 2)[0])
-			key = strings.TrimPrefix(key, "- ")
+			// The key's column, after any "- " of list items.
+			keyAt := indentOf(text(prev))
+			for strings.HasPrefix(text(prev)[keyAt:], "- ") {
+				keyAt += 2 + indentOf(text(prev)[keyAt+2:])
+			}
+			key, _, _ := strings.Cut(text(prev)[keyAt:], ":")
 			e.Line, e.Col = v3line, indentOf(text(v3line))+1
 			e.Msg = fmt.Sprintf("not valid YAML: this line is indented more than line %d, whose %s already has a value: "+
 				"indent it as much as %s (%s) to make it a field beside it, or nest it under a key without a value",
-				prev, key, key, spaces(indentOf(text(prev))))
+				prev, key, key, spaces(keyAt))
 			return
 		}
 	case at(e.Line, e.Col) == ']' || at(e.Line, e.Col) == '}':
@@ -85,8 +100,9 @@ func syntaxFix(e *Error, data []byte, v3line int) {
 		}
 	case msg == "unexpected key name" || msg == "non-map value is specified":
 		t := strings.TrimSpace(text(e.Line))
-		if word, rest, ok := strings.Cut(t, " "); ok && !strings.Contains(word, ":") && e.Col == indentOf(text(e.Line))+1 {
-			e.Msg = fmt.Sprintf("not valid YAML: %s has no colon after its key: write %s: %s", t, word, strings.TrimSpace(rest))
+		word, rest, _ := strings.Cut(t, " ")
+		if t != "" && !strings.Contains(word, ":") && e.Col == indentOf(text(e.Line))+1 {
+			e.Msg = strings.TrimSpace(fmt.Sprintf("not valid YAML: %s has no colon after its key: write %s: %s", t, word, strings.TrimSpace(rest)))
 			return
 		}
 	case strings.HasPrefix(msg, `found character '\t'`):
@@ -103,15 +119,18 @@ func syntaxFix(e *Error, data []byte, v3line int) {
 // left open.
 var unclosedFlow = regexp.MustCompile(`must be specified$|could not find flow (mapping|sequence) end token|did not find expected ',' or`)
 
-// opener is a { or [ in a file.
+// opener is a { or [ in a file; wrongLine and wrongCol, when not 0,
+// are where a ] or } that does not match it is.
 type opener struct {
-	char      byte
-	line, col int
+	char                byte
+	line, col           int
+	wrongLine, wrongCol int
 }
 
 // lastUnclosed returns the innermost { or [ of the lines up to line
-// (included) that no } or ] closes, skipping quoted strings, comments
-// and block scalars (| and >); false if every one is closed.
+// (included) that no } or ] closes, or the first closed by the wrong
+// bracket, skipping quoted strings, comments and block scalars (| and
+// >); false if every one is closed.
 func lastUnclosed(lines []string, line int) (opener, bool) {
 	var stack []opener
 	block := -1 // the indentation of a block scalar's key, -1 outside one
@@ -145,8 +164,13 @@ func lastUnclosed(lines []string, line int) (opener, bool) {
 			case (c == '"' || c == '\'') && strings.IndexByte(" :-[{,", last) >= 0:
 				quote = c
 			case c == '{' || c == '[':
-				stack = append(stack, opener{c, i + 1, j + 1})
+				stack = append(stack, opener{char: c, line: i + 1, col: j + 1})
 			case (c == '}' || c == ']') && len(stack) > 0:
+				top := stack[len(stack)-1]
+				if c != map[byte]byte{'{': '}', '[': ']'}[top.char] {
+					top.wrongLine, top.wrongCol = i+1, j+1
+					return top, true
+				}
 				stack = stack[:len(stack)-1]
 			}
 			if c != ' ' && c != '\t' {
