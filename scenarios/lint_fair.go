@@ -40,9 +40,9 @@ func (s *Scenario) lintFairness(add func(r LintRule, path, format string, args .
 // lintUnequal reports, for rule r, each strategy whose value (as value
 // gives it; false leaves the strategy out) differs from the most common
 // one (the first strategy's, on a tie), at the first of fields that the
-// strategy writes, or at the strategy when it writes none of them. verb joins the
-// other strategies to their value (singular, plural), and why says what
-// to do.
+// strategy writes, or at the strategy when it writes none of them. verb
+// joins the other strategies to their value (singular, plural), and why
+// says what to do.
 func (s *Scenario) lintUnequal(add func(r LintRule, path, format string, args ...any), r LintRule,
 	value func(*Strategy) (string, bool), fields []string, verb [2]string, why string) {
 	values := make([]string, len(s.Strategies))
