@@ -72,6 +72,10 @@ type Value struct {
 	Pos   Pos
 }
 
+// UnlimitedAttempts is the value of max_attempts for a policy without an
+// attempt limit, as a scenario writes it (a scenario refuses 0).
+const UnlimitedAttempts = "unlimited"
+
 // Policy is a retry policy read from a file, as herdlab strategy fields.
 type Policy struct {
 	// Name is what the policy is called in its file: a method, a route, a

@@ -513,9 +513,9 @@ func (f *linkerdFile) profilePolicy(r *linkerdRoute) *Policy {
 	retryable := false
 	if k, v := field(r.route, "isRetryable"); k != nil {
 		retryable = v.Value == "true"
-		attempts := 1
+		var attempts any = 1
 		if retryable {
-			attempts = 0 // unlimited: the budget and the timeout limit them
+			attempts = UnlimitedAttempts // the budget and the timeout limit them
 		}
 		p.Set("max_attempts", attempts, at(file, k, path+".isRetryable"))
 	} else {

@@ -91,12 +91,12 @@ func TestLinkerdDefaults(t *testing.T) {
 		{
 			name: "retryable: no limit but the budget, Linkerd's default budget",
 			file: linkerdProfileOf("isRetryable: true\ntimeout: 1500ms", ""), route: "get",
-			want: istioJoin([]string{"max_attempts 0", "timeout 1.5s", "max_elapsed 1.5s", "retry_on [5xx] (default)"}, linkerdProfileRetrying, linkerdDefaultBudget),
+			want: istioJoin([]string{"max_attempts unlimited", "timeout 1.5s", "max_elapsed 1.5s", "retry_on [5xx] (default)"}, linkerdProfileRetrying, linkerdDefaultBudget),
 		},
 		{
 			name: "a written budget is as written",
 			file: linkerdProfileOf("isRetryable: true", "retryBudget:\n  retryRatio: 0.35\n  minRetriesPerSecond: 0\n  ttl: 1m"), route: "get",
-			want: istioJoin([]string{"max_attempts 0", "timeout 10s (default)", "max_elapsed 10s (default)", "retry_on [5xx] (default)"}, linkerdProfileRetrying,
+			want: istioJoin([]string{"max_attempts unlimited", "timeout 10s (default)", "max_elapsed 10s (default)", "retry_on [5xx] (default)"}, linkerdProfileRetrying,
 				[]string{"budget.kind finagle", "budget.percent 35", "budget.min_per_second 0", "budget.ttl 1m0s", "budget.scope sender (default)"}),
 		},
 		{
@@ -107,7 +107,7 @@ func TestLinkerdDefaults(t *testing.T) {
 		{
 			name: "response classes: the first match decides, a 5xx is a failure unless a class says not",
 			file: linkerdProfileOf("isRetryable: true\nresponseClasses:\n- condition: {status: {min: 500, max: 502}}\n  isFailure: false\n- condition: {any: [{status: {min: 400, max: 499}}]}\n  isFailure: true", ""), route: "get",
-			want: istioJoin([]string{"max_attempts 0", "timeout 10s (default)", "max_elapsed 10s (default)", `retry_on [5xx, "429", 4xx]`}, linkerdProfileRetrying, linkerdDefaultBudget),
+			want: istioJoin([]string{"max_attempts unlimited", "timeout 10s (default)", "max_elapsed 10s (default)", `retry_on [5xx, "429", 4xx]`}, linkerdProfileRetrying, linkerdDefaultBudget),
 		},
 		{
 			name: "response classes that clear every failure: no retry",

@@ -135,6 +135,13 @@ type keyChecker interface {
 	checkKeys(written map[string]*yaml.Node, fail func(key, msg string))
 }
 
+// fieldDecoder is implemented by structs one of whose fields takes a
+// keyword its Go type cannot hold (max_attempts: unlimited, kept as 0).
+// decodeField returns false to leave the field to the ordinary decoding.
+type fieldDecoder interface {
+	decodeField(d *decoder, key string, n *yaml.Node, path string) bool
+}
+
 // defaulter is implemented by structs with defaults; the decoder calls it
 // on every struct it creates before decoding the file's values over it.
 type defaulter interface {
@@ -416,6 +423,9 @@ func (d *decoder) structure(n *yaml.Node, v reflect.Value, path string) {
 			continue
 		}
 		written[name] = key
+		if fd, ok := v.Addr().Interface().(fieldDecoder); ok && fd.decodeField(d, name, val, sub) {
+			continue
+		}
 		d.decode(val, v.FieldByIndex(index), sub)
 	}
 	if kc, ok := v.Addr().Interface().(keyChecker); ok {
@@ -503,7 +513,8 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // place of the mistake. yaml.v3 names only a line, and often the line of
 // the enclosing block rather than of the mistake, so the position (and
 // then the words) come from a second parser, go-yaml's, which names the
-// line and column of the offending token; where it finds no mistake,
+// line and column of the offending token, moved to the place of the fix
+// where that is elsewhere (see syntaxFix); where it finds no mistake,
 // yaml.v3's line is kept, at its first non-blank column.
 func syntaxError(file string, err error, data []byte) *Error {
 	msg := err.Error()
@@ -521,6 +532,7 @@ func syntaxError(file string, err error, data []byte) *Error {
 			p := ge.GetToken().Position
 			e.Line, e.Col = p.Line, max(p.Column, 1)
 			e.Msg = "not valid YAML: " + strings.ReplaceAll(ge.GetMessage(), "\t", `\t`)
+			syntaxFix(e, data, line)
 		}
 	}
 	if m := unknownAnchor.FindStringSubmatch(msg); m != nil {
@@ -535,14 +547,3 @@ func syntaxError(file string, err error, data []byte) *Error {
 
 // unknownAnchor matches yaml.v3's error for an alias without an anchor.
 var unknownAnchor = regexp.MustCompile(`^unknown anchor '(.*)' referenced$`)
-
-// firstColumn returns the column of the first non-blank character of
-// line in data, 1 if there is none.
-func firstColumn(data []byte, line int) int {
-	lines := bytes.Split(data, []byte("\n"))
-	if line < 1 || line > len(lines) {
-		return 1
-	}
-	l := lines[line-1]
-	return len(l) - len(bytes.TrimLeft(l, " \t")) + 1
-}

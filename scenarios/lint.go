@@ -130,6 +130,36 @@ var (
 		"so the setting the author meant (a retry budget, an attempt limit) is not deployed, and nothing says so."}
 )
 
+// The rules for comparisons that are not fair: strategies that differ in
+// more than their retries, and a server that refuses nothing.
+var (
+	ruleUnequalTimeouts = LintRule{ID: "HL020", Name: "unequal-timeouts", Doc: "Strategies of one scenario with different " +
+		"per-attempt timeouts (one left at the default of 30s, another set; or two values): on a slow or queueing server " +
+		"the strategy that waits longer for an attempt fails fewer of them, and the one that gives up sooner sends more " +
+		"retries, so the comparison measures the timeouts as much as the retry policies. Give every strategy the same " +
+		"timeout, or say why they differ by silencing the rule."}
+	ruleUnequalLimits = LintRule{ID: "HL021", Name: "unequal-limits", Doc: "Strategies of one scenario with different " +
+		"limits (max_attempts, max_elapsed; a strategy of max_attempts 1, which makes no retry, is a baseline and is not " +
+		"compared): the strategy allowed more attempts, or more time, delivers more of its requests through a long outage " +
+		"and sends more load, whatever its backoff. Give every strategy the same limits, or say why they differ by " +
+		"silencing the rule."}
+	ruleUnboundedQueue = LintRule{ID: "HL022", Name: "unbounded-queue", Doc: "A server (or a service of a graph) with a " +
+		"limited concurrency and no queue limit (queue left out, or unlimited), while more than 10 times its slots " +
+		"(concurrency x replicas) of requests can arrive within one mean service time (a burst, or the peak arrival rate " +
+		"times the service time): nothing is ever refused, every request waits its turn, and a strategy that retries " +
+		"slowly (a long fixed delay) looks best, because the queue it comes back to has drained, while a real server " +
+		"answers 503 to what it cannot hold. Set queue to what the server holds, or silence the rule with a reason."}
+)
+
+// burstFactor is how many times its slots of requests must arrive at a
+// server within one mean service time for HL022: past it, the last of
+// them waits at least 10 service times in the queue (ten times what it
+// should take: a timeout an order of magnitude above the service time
+// is usual), where a server with a bounded queue would have refused most
+// of them. Below it, a queue absorbs the burst within a few service
+// times, and whether it is bounded changes little.
+const burstFactor = 10
+
 // hazardRules maps the hazards of package configs to their rules; a
 // hazard of a kind not here is one that other rules see in the values
 // (a mesh without budgets: HL010, HL008).
@@ -188,6 +218,9 @@ var LintRules = []LintRule{
 	ruleNonIdempotent,
 	ruleUnreachableBudget,
 	ruleIgnoredField,
+	ruleUnequalTimeouts,
+	ruleUnequalLimits,
+	ruleUnboundedQueue,
 }
 
 // Finding is one lint finding: a rule that a field of a scenario breaks.
@@ -341,6 +374,7 @@ func Lint(s *Scenario) []Finding {
 	if s.Graph() && s.validGraph() {
 		s.lintGraph(add)
 	}
+	s.lintFairness(add)
 	sort.SliceStable(out, func(i, j int) bool {
 		a, b := out[i], out[j]
 		if a.File != b.File { // the scenario's own findings first, then each file's

@@ -21,7 +21,7 @@ import (
 // a block field such as max_attempts has its value at 5:19 or below.
 func lintYAML(workload string, strategy ...string) string {
 	var b strings.Builder
-	b.WriteString("server: {concurrency: 10}\n")
+	b.WriteString("server: {concurrency: 10, queue: 100}\n")
 	b.WriteString("workload: " + workload + "\n")
 	b.WriteString("strategies:\n")
 	b.WriteString("  - name: s\n")
@@ -373,6 +373,13 @@ func TestLintRules(t *testing.T) {
 			}
 		}
 	}
+	for _, steps := range fairLintSteps {
+		for _, st := range steps {
+			for _, w := range st.want {
+				fires[strings.Fields(w)[0]] = true
+			}
+		}
+	}
 	for _, steps := range configLintSteps {
 		for _, st := range steps {
 			for _, w := range st.want {
@@ -391,9 +398,9 @@ func TestLintRules(t *testing.T) {
 			assert.Less(t, LintRules[i-1].ID, r.ID, "LintRules is in id order")
 		}
 		assert.True(t, fires[r.ID], "%s has a step that makes it fire", r.ID)
-		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID])+len(configLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
+		assert.True(t, len(lintSteps[r.ID])+len(graphLintSteps[r.ID])+len(configLintSteps[r.ID])+len(fairLintSteps[r.ID]) > 0, "%s has a step table", r.ID)
 	}
-	assert.Len(t, LintRules, 19)
+	assert.Len(t, LintRules, 22)
 }
 
 func TestLintMessages(t *testing.T) {
@@ -444,7 +451,7 @@ func TestLintSilence(t *testing.T) {
 	s, err := Parse("x.yaml", []byte(data))
 	require.NoError(t, err)
 	findings := Lint(s)
-	require.Len(t, findings, 3)
+	require.Len(t, findings, 4)
 	// A scenario-level silence covers every finding of the rule.
 	assert.Equal(t, "HL001", findings[0].Rule.ID)
 	assert.Equal(t, "the article's anti-pattern on purpose", findings[0].Silenced)
@@ -453,6 +460,8 @@ func TestLintSilence(t *testing.T) {
 	assert.Equal(t, "HL001", findings[2].Rule.ID)
 	assert.Equal(t, "strategies[1].backoff", findings[2].Path)
 	assert.Equal(t, "the article's anti-pattern on purpose", findings[2].Silenced)
+	assert.Equal(t, "HL021", findings[3].Rule.ID, "max_attempts 6 and 3")
+	assert.Empty(t, findings[3].Silenced)
 
 	str := findings[0].String()
 	assert.True(t, strings.HasPrefix(str, "x.yaml:5:14: strategies[0].backoff: HL001 fixed-delay: fixed 5s delay, 800 requests"), str)
@@ -604,7 +613,7 @@ func FuzzLint(f *testing.F) {
 		for _, fd := range Lint(s) {
 			require.Positive(t, fd.Line)
 			require.NotEmpty(t, fd.Msg)
-			require.True(t, strings.HasPrefix(fd.Path, "strategies[") || strings.HasPrefix(fd.Path, "services["), fd.Path)
+			require.True(t, strings.HasPrefix(fd.Path, "strategies[") || strings.HasPrefix(fd.Path, "services[") || fd.Path == "server.queue", fd.Path)
 		}
 	})
 }

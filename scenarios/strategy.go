@@ -19,7 +19,9 @@ type Strategy struct {
 	Name    string  `yaml:"name"`
 	Backoff Backoff `yaml:"backoff"`
 	// MaxAttempts bounds the attempts of a request, counting the first;
-	// 0 (the default) means unlimited.
+	// 0 (the default) means unlimited, written `unlimited` in a file (a
+	// file's 0 is refused: some libraries read it as no retry, others as
+	// no limit).
 	MaxAttempts int `yaml:"max_attempts"`
 	// MaxElapsed bounds the time from the first attempt to the last; 0
 	// (the default) means unlimited.
@@ -73,6 +75,37 @@ func (s *Strategy) setDefaults() {
 	s.Timeout = DefaultTimeout
 	s.Backoff.setDefaults()
 	s.RetryAfter.setDefaults()
+}
+
+// decodeField reads max_attempts: a number >= 1, or unlimited (kept as
+// 0). A written 0 is refused, for it says no limit only to those who
+// know herdlab's convention: urllib3's total=0 and failsafe-go's
+// WithMaxAttempts(0) mean no retry at all.
+func (s *Strategy) decodeField(d *decoder, key string, n *yaml.Node, path string) bool {
+	if key != "max_attempts" {
+		return false
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	if n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle != 0 || n.ShortTag() == "!!null" {
+		return false // the ordinary decoding reports it, or keeps the default
+	}
+	d.nodes++
+	d.where[path] = d.posOf(n)
+	if n.Value == "unlimited" {
+		s.MaxAttempts = 0
+		return true
+	}
+	i, ok := d.integer(n, path)
+	switch {
+	case !ok:
+	case i == 0:
+		d.failAt(n, path, "0 is not a limit: write unlimited for no limit on the attempts, or a number >= 1 (1: no retry)")
+	default:
+		s.MaxAttempts = int(i)
+	}
+	return true
 }
 
 // Backoff is a strategy's backoff: the kind and its parameters.

@@ -390,7 +390,11 @@ func (w *Workload) validate(p *problems, horizon time.Duration) {
 func (s *Strategy) validate(p *problems, path string) {
 	p.name(path+".name", s.Name, "the strategy in every output")
 	s.Backoff.validate(p, path+".backoff")
-	p.count(path+".max_attempts", s.MaxAttempts, "unlimited")
+	if s.MaxAttempts < 0 {
+		p.add(path+".max_attempts", "must be >= 1, or unlimited, got %d", s.MaxAttempts)
+	} else {
+		p.count(path+".max_attempts", s.MaxAttempts, "unlimited")
+	}
 	p.nonNegative(path+".max_elapsed", s.MaxElapsed)
 	p.positive(path+".timeout", s.Timeout)
 	outcomes(p, path+".retry_on", s.RetryOn)

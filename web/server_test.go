@@ -27,7 +27,7 @@ import (
 	"github.com/zeontools/herdlab/web/lab"
 )
 
-const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"
+const badFile = "name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: unlimited}\n"
 
 var wallS = regexp.MustCompile(`"wall_s": [-0-9.e+]+`)
 

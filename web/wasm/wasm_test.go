@@ -130,7 +130,7 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 	assert.Equal(t, lab.Sweep(context.Background(), src, swept, lab.Options{}), a.Sweep, "the sweep made in parts is herdlab ui's")
 
 	bad := filepath.Join(dir, "bad.yaml")
-	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: 0}\n"), 0o644))
+	require.NoError(t, os.WriteFile(bad, []byte("name: bad\nworkload: {requests: 10}\nstrategies:\n  - {name: s, backoff: {kind: fixed}, max_attempts: unlimited}\n"), 0o644))
 	a = runWasm(bad)
 	require.NotEmpty(t, a.Error)
 	require.NotEmpty(t, a.Problems)
