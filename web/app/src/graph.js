@@ -26,6 +26,7 @@ const PAD = 14;
 const STACK = 5; // the offset of each replica's box behind the first
 const LABEL_CHARS = 20; // a policy label's line, at most (where it can break)
 const LINE_H = 12;
+const BEND = 20; // half the width of a fan's bend
 const MIN_SCALE = 0.75; // the picture shrinks to fit its card down to this, then scrolls
 
 // nearRatio is where a service is drawn as near its capacity (as
@@ -222,8 +223,18 @@ function draw(graph, st, figures) {
     const y0 = a.y + port(outs.get(e.from), k);
     const x1 = b.x - 1;
     const y1 = b.y + port(ins.get(e.to), k);
+    // The path: an S-curve between the ports; where one end has several
+    // calls and the other one, the curve bends near the end with several
+    // and runs level to the other, where its label goes (a fan-out's
+    // labels at their callees' heights, a fan-in's at their callers').
     const dx = Math.max(40, (x1 - x0) / 2);
-    const d = `M${x0},${y0} C${x0 + dx},${y0} ${x1 - dx},${y1} ${x1},${y1}`;
+    const fanOut = outs.get(e.from).length > 1;
+    const fanIn = ins.get(e.to).length > 1;
+    let bend = "middle";
+    if (b.col - a.col === 1 && Math.abs(y1 - y0) >= 1 && fanOut !== fanIn) bend = fanOut ? "start" : "end";
+    let d = `M${x0},${y0} C${x0 + dx},${y0} ${x1 - dx},${y1} ${x1},${y1}`;
+    if (bend === "start") d = `M${x0},${y0} C${x0 + BEND},${y0} ${x0 + BEND},${y1} ${x0 + 2 * BEND},${y1} L${x1},${y1}`;
+    if (bend === "end") d = `M${x0},${y0} L${x1 - 2 * BEND},${y0} C${x1 - BEND},${y0} ${x1 - BEND},${y1} ${x1},${y1}`;
     const pair = `${e.from}->${e.to}`;
     const dup = seenPairs.get(pair) ?? 0;
     seenPairs.set(pair, dup + 1);
@@ -240,7 +251,8 @@ function draw(graph, st, figures) {
     // The label, in the gap before the callee, on the curve: the
     // amplification above it, the policy below.
     const lx = b.col - a.col > 1 ? x1 - GAP_X / 2 : (x0 + x1) / 2;
-    const ly = curveY(x0, y0, x1, y1, dx, lx) + dup * (LINE_H * 4);
+    const level = { start: y1, end: y0, middle: curveY(x0, y0, x1, y1, dx, lx) }[bend];
+    const ly = level + dup * (LINE_H * 4);
     const lines = wrap(e.policy, LABEL_CHARS);
     labelGroup.append(
       svg(
