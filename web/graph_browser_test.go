@@ -118,6 +118,8 @@ func TestGraphPicture(t *testing.T) {
 			checkEdges(t, g, src, "every-layer")
 			summary := eval[string](t, ctx, `herdlab.lastSummary`)
 			checkFigures(t, g, summary)
+			assert.Equal(t, 4+3, eval[int](t, ctx, `[...document.querySelectorAll("#graph .node, #graph .edge")].filter((e) => e.getAttribute("role") === "img" && e.getAttribute("aria-label") === e.querySelector("title").textContent).length`),
+				"each node and call is an image named by its title, for screen readers")
 			screenshot(t, ctx, engine+"-graph")
 
 			// Another strategy: its own policies, and its own figures.
@@ -155,6 +157,7 @@ func TestGraphPicture(t *testing.T) {
 			n = runs(t, ctx)
 			edit(added)
 			assert.Equal(t, "stale", readGraph(t, ctx).Figures, "the figures grey out as the text changes")
+			assert.Contains(t, eval[string](t, ctx, `document.querySelector("#graph .graph-note").textContent`), "earlier version")
 			do(t, ctx, waitRun(n), waitFigures())
 			var structure *graphState
 			for _, s := range seen() {

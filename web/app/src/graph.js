@@ -9,8 +9,11 @@
 // write each edge's amplification (attempts along it per fleet
 // request). Every node and edge has a <title> with its figures.
 //
-// createGraphView(element) returns {show(graph, summary, state)}: see
-// show. It draws with SVG built here, in plain DOM calls.
+// createGraphView(element) returns {show(graph, summary, state),
+// stale()}: see them. It draws with SVG built here, in plain DOM calls.
+// For screen readers, the picture is a group of images, a service or a
+// call each, named by its title (the labels on the calls say the same,
+// and are hidden from them).
 import { el } from "./dom.js";
 import { count, num, times } from "./format.js";
 
@@ -117,7 +120,9 @@ export function createGraphView(element) {
   // run), until the next show.
   function stale() {
     const wrap = element.querySelector(".graph-wrap");
-    if (wrap?.dataset.figures === "current") wrap.dataset.figures = "stale";
+    if (wrap?.dataset.figures !== "current") return;
+    wrap.dataset.figures = "stale";
+    element.querySelector(".graph-note").textContent = noteText(true, { stale: true });
   }
 
   return { show, stale };
@@ -153,6 +158,18 @@ function title(text) {
   return svg("title", {}, text);
 }
 
+// named are the attributes of an element that screen readers take as
+// one image, named text (which its <title> shows as a tooltip).
+function named(text) {
+  return { role: "img", "aria-label": text };
+}
+
+// shorten cuts a name to fit a box, with an ellipsis (the box's title
+// has it whole).
+function shorten(name, n = 17) {
+  return [...name].length > n ? [...name].slice(0, n - 1).join("") + "…" : name;
+}
+
 // draw returns the <svg> of strategy st's graph, with figures (the
 // strategy's summary) or without (null).
 function draw(graph, st, figures) {
@@ -172,7 +189,7 @@ function draw(graph, st, figures) {
     // As wide as the card, up to its natural size, and no narrower than
     // MIN_SCALE of it (the card scrolls).
     style: `width: 100%; max-width: ${width}px; min-width: ${Math.round(width * MIN_SCALE)}px; height: auto`,
-    role: "img",
+    role: "group",
     "aria-label": `the service graph as strategy ${st.name} deploys it: ${st.services.length} services, ${st.edges.length} calls`,
     "data-strategy": st.name,
   });
@@ -212,7 +229,7 @@ function draw(graph, st, figures) {
   };
 
   const edgeGroup = svg("g", { class: "edges" });
-  const labelGroup = svg("g", { class: "edge-labels" });
+  const labelGroup = svg("g", { class: "edge-labels", "aria-hidden": "true" });
   const seenPairs = new Map();
   st.edges.forEach((e, k) => {
     const a = pos.get(e.from);
@@ -242,7 +259,7 @@ function draw(graph, st, figures) {
     const about = `${caller} → ${e.to}: ${e.policy}; ${f ? `amplification ${times(f.amplification)} (${count(f.attempts)} attempts)` : "not run yet"}`;
     const g = svg(
       "g",
-      { class: "edge", "data-from": e.from, "data-to": e.to, "data-policy": e.policy, "data-amplification": f ? String(f.amplification) : null },
+      { class: "edge", "data-from": e.from, "data-to": e.to, "data-policy": e.policy, "data-amplification": f ? String(f.amplification) : null, ...named(about) },
       title(about),
       svg("path", { d, "stroke-width": f ? 1.2 + 3.5 * Math.sqrt(f.amplification / topAmp) : 1.5, "marker-end": "url(#graph-arrow)" }),
     );
@@ -271,11 +288,12 @@ function draw(graph, st, figures) {
     if (name === "") {
       const lines = ["fleet"];
       if (figures) lines.push(`${count(figures.requests)} requests`);
+      const fleetAbout = figures ? `the fleet: ${count(figures.requests)} requests` : "the fleet: the senders of the workload";
       nodeGroup.append(
         svg(
           "g",
-          { class: "node fleet", "data-service": "" },
-          title(figures ? `the fleet: ${count(figures.requests)} requests` : "the fleet: the senders of the workload"),
+          { class: "node fleet", "data-service": "", ...named(fleetAbout) },
+          title(fleetAbout),
           svg("rect", { x: p.x, y: p.y, width: p.w, height: NODE_H, rx: 18, fill: "#fff", stroke: "#555" }),
           ...textLines(p, lines),
         ),
@@ -287,7 +305,7 @@ function draw(graph, st, figures) {
     const cls = f ? loadClass(f.peak_load_ratio) : "pending";
     const fill = f ? classes[cls].fill : pendingFill;
     const capacity = s.capacity_per_s == null ? "no limit" : `${count(s.capacity_per_s)} req/s`;
-    const lines = [name, s.replicas > 1 ? `×${s.replicas} · ${capacity}` : capacity];
+    const lines = [shorten(name), s.replicas > 1 ? `×${s.replicas} · ${capacity}` : capacity];
     if (f) lines.push(f.peak_load_ratio == null ? `${times(f.amplification)} per req.` : `peak ${times(f.peak_load_ratio)} cap.`);
     const about = [`${name}: ${s.replicas} ${s.replicas === 1 ? "replica" : "replicas"}, ${s.capacity_per_s == null ? "no capacity limit" : `capacity ${count(s.capacity_per_s)} requests/s`}`];
     if (name === graph.target) about.push("the fleet calls it");
@@ -303,7 +321,7 @@ function draw(graph, st, figures) {
     nodeGroup.append(
       svg(
         "g",
-        { class: "node", "data-service": name, "data-load": cls, "data-replicas": s.replicas },
+        { class: "node", "data-service": name, "data-load": cls, "data-replicas": s.replicas, ...named(about.join("; ")) },
         title(about.join("; ")),
         ...stack,
         box(0),
