@@ -258,7 +258,7 @@ func checkFigures(t *testing.T, g graphState, summary string) {
 			}
 			assert.Equal(t, want, g.Loads[f.Name], "%s: its load class", f.Name)
 			if f.PeakLoadRatio != nil {
-				assert.Contains(t, g.Titles[f.Name], "peak load", f.Name)
+				assert.Contains(t, g.Titles[f.Name], "peak load after the outage", f.Name)
 			}
 			assert.Contains(t, g.Titles[f.Name], "attempts per fleet request", f.Name)
 		}

@@ -108,7 +108,7 @@ export function createGraphView(element) {
     });
     const head = el("div", { class: "graph-head" }, el("label", {}, "strategy ", select));
     const note = el("p", { class: "graph-note" }, noteText(figures, state));
-    const wrap = el("div", { class: "graph-wrap" }, draw(graph, st, figures));
+    const wrap = el("div", { class: "graph-wrap" }, draw(graph, st, figures, summary?.bucket_s ?? 0));
     wrap.classList.toggle("outdated", !!state.outdated);
     if (figures) wrap.dataset.figures = state.stale ? "stale" : "current";
     else wrap.dataset.figures = "none";
@@ -171,8 +171,9 @@ function shorten(name, n = 17) {
 }
 
 // draw returns the <svg> of strategy st's graph, with figures (the
-// strategy's summary) or without (null).
-function draw(graph, st, figures) {
+// strategy's summary, of a run in buckets of bucket seconds) or without
+// (null).
+function draw(graph, st, figures, bucket) {
   // Columns: the fleet, then the layers.
   const columns = [[""], ...graph.layers];
   const rows = Math.max(...columns.map((c) => c.length));
@@ -310,7 +311,8 @@ function draw(graph, st, figures) {
     const about = [`${name}: ${s.replicas} ${s.replicas === 1 ? "replica" : "replicas"}, ${s.capacity_per_s == null ? "no capacity limit" : `capacity ${count(s.capacity_per_s)} requests/s`}`];
     if (name === graph.target) about.push("the fleet calls it");
     if (f) {
-      about.push(f.peak_load_ratio == null ? "no load ratio (no capacity limit)" : `peak load ${times(f.peak_load_ratio)} capacity (${classes[cls].label})`);
+      about.push(f.peak_load_ratio == null ? "no load ratio (no capacity limit)" : `peak load after the outage ${times(f.peak_load_ratio)} capacity (${classes[cls].label})`);
+      if (s.capacity_per_s != null && bucket > 0) about.push(`at its highest in the run ${times(f.peak_load_overall / bucket / s.capacity_per_s)} capacity`);
       about.push(`${num(f.amplification, 2)} attempts per fleet request`);
     } else {
       about.push("not run yet");
