@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -207,9 +209,77 @@ func TestGraphPicture(t *testing.T) {
 			assert.Len(t, g.Edges, 2)
 			assert.Contains(t, eval[string](t, ctx, `document.querySelector("#graph .graph-note").textContent`), "last valid version")
 
+			if engine == "server" {
+				// The layout does not depend on the engine.
+				checkLayouts(t, ctx)
+			}
 			assert.Empty(t, console.messages(), "nothing on the console")
 		})
 	}
+}
+
+// skips is a graph whose calls skip a layer (gateway->auth) and repeat
+// (orders calls auth twice): they run in lanes above the rows.
+const skips = `name: skips
+duration: 10s
+services:
+  - name: gateway
+    calls: [{service: orders}, {service: auth}]
+  - name: orders
+    concurrency: 10
+    calls: [{service: auth}, {service: auth, when: after}]
+  - name: auth
+    concurrency: 10
+workload: {target: gateway, requests: 100}
+strategies:
+  - name: s
+    max_attempts: 3
+    backoff: {kind: full-jitter, base: 10ms, cap: 100ms}
+    timeout: 1s
+    edges:
+      default: {timeout: 200ms}
+`
+
+// checkLayouts draws the graph of each shipped graph scenario, and of
+// skips, from the editor's text, and checks that no label of a call
+// overlaps another or a service's box, nor two boxes each other.
+func checkLayouts(t *testing.T, ctx context.Context) {
+	t.Helper()
+	files, err := filepath.Glob("../scenarios/*.yaml")
+	require.NoError(t, err)
+	texts := map[string]string{"skips.yaml": skips}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		require.NoError(t, err)
+		if strings.Contains(string(b), "\nservices:\n") {
+			texts[filepath.Base(f)] = string(b)
+		}
+	}
+	require.GreaterOrEqual(t, len(texts), 5, "the shipped graph scenarios")
+	for name, text := range texts {
+		v := lab.Validate(text, name)
+		require.NotNil(t, v.Graph, name)
+		do(t, ctx, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`herdlab.editor.dispatch({changes: {from: 0, to: herdlab.editor.state.doc.length, insert: %q}}), undefined`, text)),
+			chromedp.Poll[chromedp.Void](fmt.Sprintf(`document.querySelector("#graph .graph-wrap")?.dataset.figures === "none" && document.querySelectorAll("#graph .node").length === %d && document.querySelectorAll("#graph .edge").length === %d`,
+				len(v.Graph.Strategies[0].Services)+1, len(v.Graph.Strategies[0].Edges)), chromedp.WithPollingTimeout(30*time.Second)))
+		overlaps := eval[[]string](t, ctx, `(() => {
+			const items = [...document.querySelectorAll("#graph .edge-label, #graph .node")].map((e) => ({
+				b: e.getBBox(), what: e.classList.contains("node") ? "box " + e.dataset.service : "label " + e.dataset.from + "->" + e.dataset.to }));
+			const out = [];
+			for (let i = 0; i < items.length; i++) for (let j = i + 1; j < items.length; j++) {
+				const a = items[i].b, b = items[j].b;
+				const w = Math.min(a.x + a.width, b.x + b.width) - Math.max(a.x, b.x);
+				const h = Math.min(a.y + a.height, b.y + b.height) - Math.max(a.y, b.y);
+				if (w > 1 && h > 1) out.push(items[i].what + " and " + items[j].what);
+			}
+			return out;
+		})()`)
+		assert.Empty(t, overlaps, "%s: nothing overlaps", name)
+		if name == "skips.yaml" {
+			screenshot(t, ctx, "graph-skips")
+		}
+	}
+	do(t, ctx, chromedp.Evaluate[chromedp.Void](`document.querySelector("#cancel").click(), undefined`))
 }
 
 // checkEdges checks that g shows the edges of strategy name of the

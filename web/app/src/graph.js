@@ -30,6 +30,7 @@ const STACK = 5; // the offset of each replica's box behind the first
 const LABEL_CHARS = 20; // a policy label's line, at most (where it can break)
 const LINE_H = 12;
 const BEND = 20; // half the width of a fan's bend
+const LANE_H = 6 * LINE_H; // a lane above the rows, with its label
 const MIN_SCALE = 0.75; // the picture shrinks to fit its card down to this, then scrolls
 
 // nearRatio is where a service is drawn as near its capacity (as
@@ -177,11 +178,23 @@ function draw(graph, st, figures, bucket) {
   // Columns: the fleet, then the layers.
   const columns = [[""], ...graph.layers];
   const rows = Math.max(...columns.map((c) => c.length));
-  const height = rows * ROW_H + 2 * PAD;
+  const colOf = new Map(columns.flatMap((names, c) => names.map((n) => [n, c])));
+  // Lanes: a call that skips a layer, or a second call between the same
+  // two services, runs above the rows, in a lane of its own, where its
+  // label has room.
+  const lane = new Map(); // edge index -> lane, 0 the lowest
+  const pairs = new Set();
+  st.edges.forEach((e, k) => {
+    const pair = `${e.from}->${e.to}`;
+    if (colOf.get(e.to) - colOf.get(e.from) > 1 || pairs.has(pair)) lane.set(k, lane.size);
+    pairs.add(pair);
+  });
+  const lanesH = lane.size * LANE_H;
+  const height = rows * ROW_H + 2 * PAD + lanesH;
   const pos = new Map(); // name -> {x, y, w, col}: the box's top left and width ("" the fleet)
   columns.forEach((names, c) => {
     const x = c === 0 ? PAD : PAD + FLEET_W + GAP_X + (c - 1) * (NODE_W + GAP_X);
-    const top = PAD + ((rows - names.length) * ROW_H) / 2 + (ROW_H - NODE_H) / 2;
+    const top = PAD + lanesH + ((rows - names.length) * ROW_H) / 2 + (ROW_H - NODE_H) / 2;
     names.forEach((name, r) => pos.set(name, { x, y: top + r * ROW_H, w: c === 0 ? FLEET_W : NODE_W, col: c }));
   });
   const width = 2 * PAD + FLEET_W + (columns.length - 1) * (NODE_W + GAP_X) + 2 * STACK;
@@ -221,9 +234,10 @@ function draw(graph, st, figures, bucket) {
     outs.get(e.from).push(k);
     ins.get(e.to).push(k);
   });
-  const y = (name) => pos.get(name)?.y ?? 0;
-  for (const list of outs.values()) list.sort((a, b) => y(st.edges[a].to) - y(st.edges[b].to) || a - b);
-  for (const list of ins.values()) list.sort((a, b) => y(st.edges[a].from) - y(st.edges[b].from) || a - b);
+  // (A call in a lane leaves and enters at the top.)
+  const y = (name, k) => (lane.has(k) ? -1 - lane.get(k) : pos.get(name)?.y ?? 0);
+  for (const list of outs.values()) list.sort((a, b) => y(st.edges[a].to, a) - y(st.edges[b].to, b) || a - b);
+  for (const list of ins.values()) list.sort((a, b) => y(st.edges[a].from, a) - y(st.edges[b].from, b) || a - b);
   const port = (list, k) => {
     const i = list.indexOf(k);
     return NODE_H / 2 + (i - (list.length - 1) / 2) * Math.min(12, (NODE_H - 12) / Math.max(1, list.length - 1));
@@ -231,7 +245,6 @@ function draw(graph, st, figures, bucket) {
 
   const edgeGroup = svg("g", { class: "edges" });
   const labelGroup = svg("g", { class: "edge-labels", "aria-hidden": "true" });
-  const seenPairs = new Map();
   st.edges.forEach((e, k) => {
     const a = pos.get(e.from);
     const b = pos.get(e.to);
@@ -253,9 +266,10 @@ function draw(graph, st, figures, bucket) {
     let d = `M${x0},${y0} C${x0 + dx},${y0} ${x1 - dx},${y1} ${x1},${y1}`;
     if (bend === "start") d = `M${x0},${y0} C${x0 + BEND},${y0} ${x0 + BEND},${y1} ${x0 + 2 * BEND},${y1} L${x1},${y1}`;
     if (bend === "end") d = `M${x0},${y0} L${x1 - 2 * BEND},${y0} C${x1 - BEND},${y0} ${x1 - BEND},${y1} ${x1},${y1}`;
-    const pair = `${e.from}->${e.to}`;
-    const dup = seenPairs.get(pair) ?? 0;
-    seenPairs.set(pair, dup + 1);
+    const laneY = PAD + lanesH - (lane.get(k) ?? 0) * LANE_H - 6;
+    if (lane.has(k)) {
+      d = `M${x0},${y0} C${x0 + BEND},${y0} ${x0 + BEND},${laneY} ${x0 + 2 * BEND},${laneY} L${x1 - 2 * BEND},${laneY} C${x1 - BEND},${laneY} ${x1 - BEND},${y1} ${x1},${y1}`;
+    }
     const caller = e.from === "" ? "the fleet" : e.from;
     const about = `${caller} → ${e.to}: ${e.policy}; ${f ? `amplification ${times(f.amplification)} (${count(f.attempts)} attempts)` : "not run yet"}`;
     const g = svg(
@@ -266,12 +280,12 @@ function draw(graph, st, figures, bucket) {
     );
     edgeGroup.append(g);
 
-    // The label, in the gap before the callee, on the curve: the
-    // amplification above it, the policy below.
-    const lx = b.col - a.col > 1 ? x1 - GAP_X / 2 : (x0 + x1) / 2;
-    const level = { start: y1, end: y0, middle: curveY(x0, y0, x1, y1, dx, lx) }[bend];
-    const ly = level + dup * (LINE_H * 4);
+    // The label, on the curve in the middle of the gap: the
+    // amplification above it, the policy below; or in a lane, above it.
+    const lx = (x0 + x1) / 2;
     const lines = wrap(e.policy, LABEL_CHARS);
+    let ly = { start: y1, end: y0, middle: curveY(x0, y0, x1, y1, dx, lx) }[bend];
+    if (lane.has(k)) ly = laneY - 4 - lines.length * LINE_H;
     labelGroup.append(
       svg(
         "g",
