@@ -44,6 +44,9 @@ type Validation struct {
 	// section, the runs its sweep makes and its points (see SweepUnits).
 	SweepUnits  int `json:"sweep_units,omitempty"`
 	SweepPoints int `json:"sweep_points,omitempty"`
+	// Graph is, for a valid scenario with services:, the shape of its
+	// graph, which the page draws before any run (see GraphOf).
+	Graph *Graph `json:"graph,omitempty"`
 }
 
 // Validate parses and validates the scenario src, named file in messages.
@@ -63,6 +66,7 @@ func ValidateContext(ctx context.Context, src, file string) Validation {
 	}
 	v.Describe, v.Units = sc.Describe(), len(sc.Strategies)*sc.Runs
 	v.SweepUnits, v.SweepPoints = sweepUnits(sc)
+	v.Graph = GraphOf(sc)
 	for _, f := range scenarios.Lint(sc) {
 		if f.Silenced == "" {
 			v.Warnings = append(v.Warnings, Problem{Line: f.Line, Col: f.Col, Path: f.Path, Message: f.Rule.Name + ": " + f.Msg, Rule: f.Rule.ID})

@@ -111,6 +111,12 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 			assert.Equal(t, 1.0, a.Progress[len(a.Progress)-1])
 			assert.Empty(t, a.Validation.Problems)
 			assert.Equal(t, lab.Controls(string(src)), a.Validation.Controls)
+			// The graph the page draws before a run: herdlab ui's.
+			assert.Equal(t, lab.Validate(string(src), file).Graph, a.Validation.Graph)
+			if name == "real-graph" {
+				require.NotNil(t, a.Validation.Graph, "a graph scenario's validation has its graph")
+				assert.Equal(t, [][]string{{"gateway"}, {"orders"}, {"db"}}, a.Validation.Graph.Layers)
+			}
 			if parts {
 				require.Empty(t, a.Parts.Error)
 				assert.Equal(t, normalize(want.Bytes()), normalize([]byte(a.Parts.Summary)), "runs in two parts, summarised: the same summary.json")

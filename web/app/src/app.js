@@ -11,6 +11,7 @@ import { colors, render, renderSweep } from "./charts.js";
 import { showControls } from "./controls.js";
 import { Cancelled, createEngine, loadConfig } from "./engine.js";
 import { count } from "./format.js";
+import { createGraphView } from "./graph.js";
 import { readHash, shareHash } from "./share.js";
 import { renderSummary } from "./summary.js";
 
@@ -41,6 +42,8 @@ const app = {
   charts: null,
   lastSweep: null,
   sweepCharts: null,
+  graph: null, // the graph of the last valid text (validation's graph), null for none
+  graphText: null, // that text
 };
 let validateTimer = 0;
 let runTimer = 0;
@@ -59,6 +62,7 @@ const editor = new EditorView({
         c.from = update.changes.mapPos(c.from, -1);
         c.to = update.changes.mapPos(c.to, 1);
       }
+      graphView.stale();
       clearTimeout(runTimer);
       clearTimeout(validateTimer);
       validateTimer = setTimeout(validate, VALIDATE_DELAY);
@@ -67,6 +71,8 @@ const editor = new EditorView({
 });
 
 const text = () => editor.state.doc.toString();
+
+const graphView = createGraphView($("graph"));
 
 // The page's state for tests and styles: running (a run or a sweep),
 // invalid, or how the last run or sweep ended (loading before any).
@@ -130,6 +136,11 @@ async function validate() {
   if (version !== app.version) return;
   showProblems(answer.problems ?? [], answer.error, answer.warnings ?? []);
   $("describe").textContent = answer.describe ?? "";
+  if (!app.invalid) {
+    app.graph = answer.graph ?? null;
+    app.graphText = yaml;
+  }
+  drawGraph();
   // A file with problems still has controls where it is YAML: they may
   // be the way to fix it.
   app.controls = (answer.controls ?? []).map((c) => ({ ...c, from: offset(c.line, c.col), to: offset(c.line, c.col + c.len) }));
@@ -303,6 +314,18 @@ function showResult(result) {
   app.lastSummary = result.summary;
   app.lastCharts = result.charts;
   $("download-summary").disabled = false;
+  drawGraph();
+}
+
+// drawGraph draws the graph of the last valid text in #graph-card (and
+// hides the card for a single server): its structure at once, and the
+// figures of the run shown when that run was of the same text, greyed
+// when the editor's text changed since.
+function drawGraph() {
+  const figures = app.lastSummary != null && app.shownText === app.graphText ? JSON.parse(app.lastSummary) : null;
+  const current = text();
+  const shown = graphView.show(app.graph, figures, { outdated: app.invalid, stale: app.shownText !== current });
+  $("graph-card").hidden = !shown;
 }
 
 // showSweep shows a sweep of yaml in #sweep-card, and brings it into
@@ -474,6 +497,9 @@ window.herdlab = {
   },
   get busy() {
     return app.busy;
+  },
+  get graph() {
+    return app.graph;
   },
 };
 

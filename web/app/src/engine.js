@@ -2,7 +2,7 @@
 // either herdlab ui's server (api/validate, api/run, api/sweep) or
 // herdlab.wasm in Web Workers. Both answer as web/README.md says:
 //
-//	validate(yaml, file) -> {problems, error?, controls, sweep_units?, sweep_points?}
+//	validate(yaml, file) -> {problems, error?, controls, sweep_units?, sweep_points?, graph?}
 //	run(yaml, file, onProgress) -> {summary: "<summary.json text>", charts: {...}}
 //	                             or {error, problems}
 //	sweep(yaml, file, onProgress) -> {sweep: {...}, heatmap: {...}}
