@@ -186,7 +186,16 @@ func (g *schemaGen) fieldSchema(t reflect.Type, in info) obj {
 		return obj{"type": "boolean"}
 	case reflect.String:
 		if len(in.values) > 0 {
-			return obj{"enum": in.values}
+			// A value that YAML reads as a number, such as 429, is
+			// taken as written: the decoder reads the scalar.
+			var enum []any
+			for _, v := range in.values {
+				enum = append(enum, v)
+				if n, err := strconv.Atoi(v); err == nil {
+					enum = append(enum, n)
+				}
+			}
+			return obj{"enum": enum}
 		}
 		return obj{"type": "string"}
 	case reflect.Int, reflect.Uint64, reflect.Float64:
