@@ -59,7 +59,7 @@ func TestHelpScenarioWritesTheDocs(t *testing.T) {
 func TestEverythingFilesValidate(t *testing.T) {
 	files, err := filepath.Glob("../../scenarios/testdata/valid/everything*.yaml")
 	require.NoError(t, err)
-	require.Len(t, files, 3)
+	require.Len(t, files, 4)
 	code, out, errOut := herdlab(append([]string{"validate", "-q"}, files...)...)
 	assert.Equal(t, exitOK, code, out+errOut)
 }
