@@ -318,3 +318,61 @@ func TestLookupField(t *testing.T) {
 	assert.Contains(t, near, "strategies[].backoff.cap")
 	assert.Contains(t, near, "strategies[].retry_after.cap")
 }
+
+// TestSchemaFieldsAreTheDecoders holds every mapping of the schema to
+// the decoder's type: the schema's properties are the keys the decoder
+// takes, no more and no fewer, and every type the decoder reaches has
+// its definition.
+func TestSchemaFieldsAreTheDecoders(t *testing.T) {
+	b, err := Schema()
+	require.NoError(t, err)
+	var root map[string]any
+	require.NoError(t, json.Unmarshal(b, &root))
+	defs := root["$defs"].(map[string]any)
+
+	types := map[string]reflect.Type{}
+	var reach func(t reflect.Type)
+	reach = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice {
+			t = t.Elem()
+		}
+		switch t {
+		case varyType:
+			t = varyFieldsType
+		case checkType:
+			types["Check"] = t
+			reach(boundType)
+			return
+		case edgesType, edgePolicyType:
+			reach(strategyType) // an edge policy is a strategy's fields, less some
+			return
+		case overridesType:
+			reach(serviceType)
+			return
+		}
+		if t.Kind() != reflect.Struct || t == hedgeDelayType || t == valueListType || types[typeName(t)] != nil {
+			return
+		}
+		types[typeName(t)] = t
+		for _, sf := range structFields(t) {
+			reach(sf.t)
+		}
+	}
+	reach(reflect.TypeFor[Scenario]())
+	require.Greater(t, len(types), 30)
+	for name, typ := range types {
+		d, ok := defs[name].(map[string]any)
+		if !assert.True(t, ok, "no definition of %s in the schema", name) {
+			continue
+		}
+		props, _ := d["properties"].(map[string]any)
+		want := decoderKeys(typ)
+		if typ == checkType {
+			want = slices.Clone(checkKeys) // the figures are propertyNames
+		}
+		assert.ElementsMatch(t, want, slices.Collect(maps.Keys(props)), "%s: the schema's properties and the decoder's keys", name)
+		if typ != checkType {
+			assert.Equal(t, false, d["additionalProperties"], "%s: the decoder refuses unknown keys", name)
+		}
+	}
+}
