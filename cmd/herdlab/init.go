@@ -64,10 +64,10 @@ time. Run 'herdlab help scenario FIELD' for any field.`,
 }
 
 // initScenario is what herdlab init writes.
-const initScenario = `# yaml-language-server: $schema=https://raw.githubusercontent.com/zeontools/herdlab/main/docs/scenario.schema.json
-# A herdlab scenario: one server, a burst of requests, an outage, and two
+const initScenario = `# A herdlab scenario: one server, a burst of requests, an outage, and two
 # retry strategies compared against them. Every field is described by
-# 'herdlab help scenario FIELD' (such as: herdlab help scenario server.queue).
+# 'herdlab help scenario FIELD' (such as: herdlab help scenario server.queue);
+# 'herdlab help scenario' says how an editor checks the file as you type.
 name: my-scenario             # names the output folder
 description: >                # what you want to find out
   A burst of 2,000 requests meets a 30 s outage: does jitter spread the
@@ -107,11 +107,11 @@ strategies:
 `
 
 // initGraph is what herdlab init --graph writes.
-const initGraph = `# yaml-language-server: $schema=https://raw.githubusercontent.com/zeontools/herdlab/main/docs/scenario.schema.json
-# A herdlab graph scenario: the fleet calls gateway, which calls api, which
+const initGraph = `# A herdlab graph scenario: the fleet calls gateway, which calls api, which
 # calls db; db fails for 30 s. The strategies compare where retries are
 # made. Every field is described by 'herdlab help scenario FIELD' (such as:
-# herdlab help scenario services.calls).
+# herdlab help scenario services.calls); 'herdlab help scenario' says how an
+# editor checks the file as you type.
 name: my-graph                # names the output folder
 description: >                # what you want to find out
   db is down for 30 s: does retrying at every layer multiply the load on
