@@ -1,13 +1,18 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/zeontools/herdlab/scenarios"
 )
@@ -65,6 +70,9 @@ func TestEverythingFilesValidate(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
+	c := jsonschema.NewCompiler()
+	schema, err := c.Compile("../../docs/scenario.schema.json")
+	require.NoError(t, err)
 	for _, graph := range []bool{false, true} {
 		name := map[bool]string{false: "single", true: "graph"}[graph]
 		t.Run(name, func(t *testing.T) {
@@ -85,6 +93,9 @@ func TestInit(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, string(written), stdout)
 			assert.Greater(t, strings.Count(stdout, "# "), 20, "a commented file")
+
+			// The schema takes it, as the decoder does.
+			assert.NoError(t, schema.Validate(yamlAsJSON(t, written)), "the schema refuses init's scenario")
 
 			// It validates and passes lint with no warning.
 			sc, err := scenarios.Load(file)
@@ -113,4 +124,17 @@ func TestInit(t *testing.T) {
 			assert.Equal(t, exitOK, code, errOut)
 		})
 	}
+}
+
+// yamlAsJSON reads YAML data as the values an editor checks against the
+// schema.
+func yamlAsJSON(t *testing.T, data []byte) any {
+	t.Helper()
+	var v any
+	require.NoError(t, yaml.Unmarshal(data, &v))
+	b, err := json.Marshal(v)
+	require.NoError(t, err)
+	out, err := jsonschema.UnmarshalJSON(bytes.NewReader(b))
+	require.NoError(t, err)
+	return out
 }
