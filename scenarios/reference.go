@@ -104,14 +104,14 @@ var (
 // (see Check.decodeNode).
 var checkKeys = []string{"strategy", "compare", "why"}
 
-// Reference returns the scenario format's fields, from the top: one
-// Field per top-level field of a scenario file, built anew on each call.
-func Reference() []*Field {
-	return fieldsOf2(reflect.TypeFor[Scenario](), "")
+// reference returns the scenario format's fields, from the top: one
+// Field per top-level field of a scenario file, without defaults.
+func reference() []*Field {
+	return structFieldsAt(reflect.TypeFor[Scenario](), "")
 }
 
-// fieldsOf2 returns the fields of the struct type t at path.
-func fieldsOf2(t reflect.Type, path string) []*Field {
+// structFieldsAt returns the fields of the struct type t at path.
+func structFieldsAt(t reflect.Type, path string) []*Field {
 	switch t {
 	case checkType:
 		var out []*Field
@@ -194,7 +194,7 @@ func newField(path, key string, t reflect.Type, owner string) *Field {
 	case t == edgePolicyType, t == serviceType && strings.HasSuffix(f.Path, ">"):
 		// Described by reference to strategies[] or services[].
 	case t == distType || t.Kind() == reflect.Struct && t != hedgeDelayType && t != valueListType:
-		f.Fields = fieldsOf2(t, f.Path)
+		f.Fields = structFieldsAt(t, f.Path)
 	}
 	if k, ok := kindedTypes[t]; ok {
 		markKinds(f.Fields, k)
@@ -346,9 +346,11 @@ func durationText(d time.Duration) string {
 	return s
 }
 
-// ScenarioReference returns the reference with every default filled in.
+// ScenarioReference returns the scenario format's fields, from the top:
+// one Field per top-level field of a scenario file, with its defaults,
+// built anew on each call.
 func ScenarioReference() []*Field {
-	ref := Reference()
+	ref := reference()
 	withDefaults(ref, reflect.TypeFor[Scenario]())
 	return ref
 }

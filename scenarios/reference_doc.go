@@ -70,8 +70,8 @@ known to cause herds.
 // WriteReference writes the reference of fields (from
 // ScenarioReference) to w: as Markdown, the whole page of
 // docs/scenario-reference.md; as text, the fields alone, as
-// `herdlab help scenario FIELD` prints them, or with whole the
-// introduction and pitfalls.
+// `herdlab help scenario FIELD` prints them, or, with whole, after the
+// introduction and the pitfalls.
 func WriteReference(w io.Writer, fields []*Field, markdown, whole bool) error {
 	var b strings.Builder
 	if markdown {

@@ -24,7 +24,7 @@ import (
 // not describe, or an entry that names no field, fails.
 func TestReferenceTableMatchesTypes(t *testing.T) {
 	seen := map[string]bool{}
-	Walk(Reference(), func(f *Field) {
+	Walk(reference(), func(f *Field) {
 		seen[f.entry] = true
 		assert.NotEmpty(t, f.Doc, "%s (%s): no meaning in the table", f.Path, f.entry)
 		if f.t == nil || f.t.Kind() != reflect.Struct || len(f.Fields) == 0 {
@@ -40,7 +40,7 @@ func TestReferenceTableMatchesTypes(t *testing.T) {
 	})
 	topKeys := slices.Sorted(maps.Keys(yamlFields(reflect.TypeFor[Scenario]())))
 	var refTop []string
-	for _, f := range Reference() {
+	for _, f := range reference() {
 		refTop = append(refTop, f.Key)
 	}
 	assert.ElementsMatch(t, topKeys, refTop)
