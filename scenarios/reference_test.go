@@ -178,6 +178,7 @@ workload: {requests: 100, arrival: {kind: burst, at: 1s}}
 		{"sweep without values", one("{name: a, backoff: {kind: none}, max_attempts: 3}") + "sweep: {vary: [{path: seed}]}\n"},
 		{"strategy without a name", one("{backoff: {kind: none}, max_attempts: 3}")},
 		{"hedge delay that is not a percentile", one("{name: a, backoff: {kind: none}, max_attempts: 3, hedge: {delay: q95}}")},
+		{"a distribution without dist", strings.Replace(one("{name: a, backoff: {kind: none}, max_attempts: 3}"), "service_time: 100ms", "service_time: {mean: 100ms}", 1)},
 		{"a list for a mapping", one("{name: a, backoff: [none], max_attempts: 3}")},
 	}
 	for _, tt := range tests {

@@ -130,6 +130,8 @@ func (g *schemaGen) structSchema(t reflect.Type) obj {
 			"then": obj{"not": obj{"anyOf": []any{obj{"required": []string{"arrival"}}, obj{"required": []string{"workers"}}}}}})
 	case reflect.TypeFor[Backoff]():
 		all = append(all, obj{"if": obj{"required": []string{"preset"}}, "then": obj{"propertyNames": obj{"const": "preset"}}})
+	case distType:
+		s["required"] = []string{"dist"} // a mapping starts from nothing (Dist.decodeNode)
 	case reflect.TypeFor[Silence]():
 		s["required"] = []string{"rule", "reason"}
 	case varyFieldsType:
