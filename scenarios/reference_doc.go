@@ -105,16 +105,20 @@ func WriteReference(w io.Writer, fields []*Field, markdown, whole bool) error {
 			b.WriteString("Scenario file reference\n\n" + referenceIntro + "\nPitfalls\n\n" + referencePitfalls + "\nFields\n\n")
 		}
 		Walk(fields, func(f *Field) {
-			b.WriteString(f.Path + "  " + f.Type)
+			line := f.Path + "  " + f.Type
 			if f.Default != "" {
-				b.WriteString(", default " + f.Default)
+				line += ", default " + f.Default
 			}
-			if l := f.limits(); l != "" {
-				b.WriteString(", " + l)
+			l := f.limits()
+			if l != "" && len(line)+2+len(l) <= 80 {
+				line, l = line+", "+l, ""
 			}
-			b.WriteString("\n")
+			b.WriteString(line + "\n")
+			if l != "" {
+				b.WriteString(wrap(l, "    ", 80))
+			}
 			if m := f.meaning(); m != "" {
-				b.WriteString(wrap(m, "    ", 76))
+				b.WriteString(wrap(m, "    ", 80))
 			}
 		})
 	}

@@ -28,7 +28,7 @@ func TestHelpScenario(t *testing.T) {
 		code, out, errOut = herdlab("help", "scenario", field)
 		require.Equal(t, exitOK, code, errOut)
 		assert.True(t, strings.HasPrefix(out, "strategies[].backoff  mapping\n"), out)
-		assert.Contains(t, out, "strategies[].backoff.preset  string, one of cenkalti-backoff")
+		assert.Contains(t, out, "strategies[].backoff.preset  string\n    one of cenkalti-backoff, failsafe-go, go-retryablehttp\n")
 		assert.NotContains(t, out, "strategies[].max_attempts", "only the field and its children")
 	}
 
