@@ -204,17 +204,7 @@ func TestSchemaRefusesUnknownKeysEverywhere(t *testing.T) {
 		require.NoError(t, err)
 		var root yaml.Node
 		require.NoError(t, yaml.Unmarshal(data, &root))
-		var maps []*yaml.Node
-		var collect func(n *yaml.Node)
-		collect = func(n *yaml.Node) {
-			if n.Kind == yaml.MappingNode {
-				maps = append(maps, n)
-			}
-			for _, c := range n.Content {
-				collect(c)
-			}
-		}
-		collect(&root)
+		maps := nodes(&root, func(n *yaml.Node) bool { return n.Kind == yaml.MappingNode })
 		for i, m := range maps {
 			m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "bogus_key"}, &yaml.Node{Kind: yaml.ScalarNode, Value: "1"})
 			doc, err := yaml.Marshal(&root)
@@ -228,6 +218,56 @@ func TestSchemaRefusesUnknownKeysEverywhere(t *testing.T) {
 		}
 	}
 	assert.Greater(t, tried, 80)
+}
+
+// nodes lists the nodes under n that keep, depth first.
+func nodes(n *yaml.Node, keep func(*yaml.Node) bool) []*yaml.Node {
+	var out []*yaml.Node
+	if keep(n) {
+		out = append(out, n)
+	}
+	for _, c := range n.Content {
+		out = append(out, nodes(c, keep)...)
+	}
+	return out
+}
+
+// TestSchemaRefusesAWrongTypeEverywhere puts a mapping in place of every
+// value of the everything files in turn (a duration, a number, a name,
+// an item of a list): the decoder refuses each, and so must the schema.
+func TestSchemaRefusesAWrongTypeEverywhere(t *testing.T) {
+	schema := compiledSchema(t)
+	files, err := filepath.Glob("testdata/valid/everything*.yaml")
+	require.NoError(t, err)
+	tried := 0
+	for _, file := range files {
+		data, err := os.ReadFile(file)
+		require.NoError(t, err)
+		var root yaml.Node
+		require.NoError(t, yaml.Unmarshal(data, &root))
+		// The values: the scalars that are not keys.
+		var values []*yaml.Node
+		for _, n := range nodes(&root, func(n *yaml.Node) bool { return n.Kind == yaml.MappingNode || n.Kind == yaml.SequenceNode }) {
+			for i, c := range n.Content {
+				if c.Kind == yaml.ScalarNode && (n.Kind == yaml.SequenceNode || i%2 == 1) {
+					values = append(values, c)
+				}
+			}
+		}
+		abs, _ := filepath.Abs(file)
+		for _, v := range values {
+			saved := *v
+			*v = yaml.Node{Kind: yaml.MappingNode, Content: []*yaml.Node{{Kind: yaml.ScalarNode, Value: "x"}, {Kind: yaml.ScalarNode, Value: "1"}}}
+			doc, err := yaml.Marshal(&root)
+			*v = saved
+			require.NoError(t, err)
+			_, derr := parse(t.Context(), abs, doc, readNear(abs))
+			assert.Error(t, derr, "%s:%d: the decoder takes a mapping for %q", file, saved.Line, saved.Value)
+			assert.Error(t, schema.Validate(asJSON(t, doc)), "%s:%d: the schema takes a mapping for %q", file, saved.Line, saved.Value)
+			tried++
+		}
+	}
+	assert.Greater(t, tried, 300)
 }
 
 // TestEverythingUsesEveryField walks the schema beside the everything
