@@ -26,6 +26,13 @@
 // value read keeps its source position (Scenario.Origin,
 // Scenario.ReadFrom) for errors, lint findings and the report.
 //
+// The format's reference (ScenarioReference, WriteReference) and its
+// JSON Schema (Schema) are generated from these types, with a table of
+// what reflection cannot see (reference_table.go): the meaning, bounds
+// and values of each field. Their tests fail when the table, the schema
+// and the decoder disagree, and when docs/scenario-reference.md or
+// docs/scenario.schema.json is stale.
+//
 // A scenario value is plain data: it is safe to read from several
 // goroutines once loaded.
 package scenarios

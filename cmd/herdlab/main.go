@@ -57,6 +57,7 @@ var commands = map[string]*command{
 	"sweep":    sweepCmd,
 	"dlq":      dlqCmd,
 	"import":   importCmd,
+	"init":     initCmd,
 	"replay":   replayCmd,
 	"serve":    serveCmd,
 	"run":      runCmd,
@@ -143,6 +144,9 @@ func (c *cli) help(args []string) int {
 		c.usage(c.stdout)
 		return exitOK
 	}
+	if args[0] == "scenario" {
+		return c.helpScenario(args[1:])
+	}
 	cmd, ok := commands[args[0]]
 	if !ok {
 		fmt.Fprintf(c.stderr, "herdlab help: unknown command %q\n\n", args[0])
@@ -170,7 +174,8 @@ Commands:
 		fmt.Fprintf(w, "  %-10s %s\n", name, first)
 	}
 	fmt.Fprint(w, `
-Run 'herdlab help COMMAND' (or 'herdlab COMMAND --help') for a command's flags.
+Run 'herdlab help COMMAND' (or 'herdlab COMMAND --help') for a command's flags,
+'herdlab help scenario [FIELD]' for the fields of a scenario file.
 Exit codes: 0 ok, 1 a check or run failed, 2 bad input.
 `)
 }
