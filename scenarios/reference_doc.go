@@ -47,19 +47,22 @@ const referencePitfalls = `An omitted server.queue (or a service's queue) means 
 room: nothing is ever refused for overload, a burst far above capacity
 just waits, and whatever strategy retries least looks best because the
 queue absorbs what a real server would have refused. Write the queue your
-server has, such as queue: 1000.
+server has, such as queue: 1000 (herdlab validate warns, HL022, when
+more than 10x the slots arrive within one service time and nothing can
+be refused).
 
 Strategies that differ in timeout or in max_attempts compare two things
 at once: a strategy with a 2s timeout beats one with the default 30s
 whatever its backoff, because its senders give up and free the server
 sooner. Give every strategy the same timeout and max_attempts unless the
-difference is what you study, and say so in the description.
+difference is what you study, and say why with lint's silence (herdlab
+validate warns: HL020, HL021).
 
 An unlimited max_attempts retries until max_elapsed, a budget or the
 horizon stops it: a strategy without any of them never dead-letters a
 request, and its figures depend on the horizon you chose. Write
-max_attempts: unlimited when that is what you mean (0 means the same, for
-now), and a number otherwise.
+max_attempts: unlimited when that is what you mean, and a number
+otherwise (0 is refused: it is no limit of attempts).
 
 A fixed delay (backoff kind fixed) or an exponential backoff without
 jitter makes the requests that failed together retry together: the spike

@@ -111,7 +111,7 @@ var table = map[string]info{
 
 	"Strategy.name":                 {doc: "Names the strategy in every output; unique in the scenario. Letters, digits, '.', '_' and '-'.", bounds: "at most " + strconv.Itoa(MaxNameLen) + " characters"},
 	"Strategy.backoff":              {doc: "The wait before each retry: a kind and its parameters, or a retry library's preset."},
-	"Strategy.max_attempts":         {doc: "Attempts of a request, counting the first. Write unlimited for no limit (0 means unlimited too, for now): see Pitfalls.", def: "unlimited", bounds: "[0," + maxCount + "], or unlimited", unlimited: true},
+	"Strategy.max_attempts":         {doc: "Attempts of a request, counting the first (1: no retry). Write unlimited for no limit: see Pitfalls.", def: "unlimited", bounds: "[1," + maxCount + "], or unlimited", unlimited: true},
 	"Strategy.max_elapsed":          {doc: "Longest time from a request's first attempt to its last.", def: "0: unlimited", bounds: ">= 0"},
 	"Strategy.timeout":              {doc: "Per-attempt timeout.", bounds: "> 0"},
 	"Strategy.retry_on":             {doc: "The outcomes retried.", def: "all but 4xx", values: outcomeNames},

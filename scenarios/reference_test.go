@@ -155,6 +155,7 @@ workload: {requests: 100, arrival: {kind: burst, at: 1s}}
 		{"quoted number", one(`{name: a, backoff: {kind: none}, max_attempts: "3"}`)},
 		{"negative count", one("{name: a, backoff: {kind: none}, max_attempts: -1}")},
 		{"fractional count", one("{name: a, backoff: {kind: none}, max_attempts: 2.5}")},
+		{"max_attempts 0, not unlimited", one("{name: a, backoff: {kind: fixed, delay: 1s}, max_attempts: 0}")},
 		{"bad duration", one("{name: a, backoff: {kind: fixed, delay: 5 seconds}, max_attempts: 3}")},
 		{"number for a duration", one("{name: a, backoff: {kind: fixed, delay: 5}, max_attempts: 3}")},
 		{"unknown outcome", one("{name: a, backoff: {kind: none}, max_attempts: 3, retry_on: [503]}")},
