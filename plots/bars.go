@@ -28,6 +28,9 @@ func RecoveryChart(s *results.Summary, o Options) (Chart, error) {
 		return Chart{}, err
 	}
 	title := s.Scenario + ": recovery time"
+	if target, ok := graphTarget(s); ok {
+		title = s.Scenario + ": recovery of " + target + ", the service the fleet calls"
+	}
 	bars := recoveryBars(s)
 	after := "the end of the outage"
 	if len(s.Outages) > 1 {

@@ -495,6 +495,25 @@ func TestAmplificationBarsOfAGraph(t *testing.T) {
 	assert.NotEmpty(t, c.Data)
 }
 
+// A graph's charts of the front's figures name it.
+func TestAGraphsFrontChartsNameIt(t *testing.T) {
+	s, runs := graphFixture(1)
+	o := Options{Width: 600, Height: 400}
+	for _, draw := range []func() (Chart, error){
+		func() (Chart, error) { return LoadChart(s, runs, o) },
+		func() (Chart, error) { return QueueChart(s, runs, o) },
+		func() (Chart, error) { return RecoveryChart(s, o) },
+	} {
+		c, err := draw()
+		require.NoError(t, err)
+		assert.Contains(t, c.Title, " api, the service the fleet calls", c.Name)
+	}
+	one, oneRuns := fixture(1)
+	c, err := QueueChart(one, oneRuns, o)
+	require.NoError(t, err)
+	assert.NotContains(t, c.Title, "fleet calls", "one server: as before")
+}
+
 // TestGraphGolden compares the graph charts of the fixture at 600x400
 // with the images in testdata; go test ./plots -run GraphGolden -update
 // rewrites them.

@@ -38,6 +38,7 @@ func TestSummaryTableInTheBrowser(t *testing.T) {
 		return eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#summary th"), (th) => th.textContent)`)
 	}
 	assert.NotContains(t, headers(), "hurt most", "one server: no column of a service")
+	assert.Equal(t, "Load on the server (attempts per 1 s)", eval[string](t, ctx, `document.querySelector('[data-chart="load"] h3').textContent`))
 	fits(t, ctx, "the default example", false)
 
 	set := func(name string) {
@@ -71,6 +72,9 @@ func TestSummaryTableInTheBrowser(t *testing.T) {
 	// The amplification chart has the front's row and the hurt service's.
 	assert.Equal(t, "Retry amplification at the front and at the service hurt most (attempts per fleet request)",
 		eval[string](t, ctx, `document.querySelector('[data-chart="amplification"] h3').textContent`))
+	// The panels of the front's figures name it.
+	assert.Equal(t, "Load on gateway (the front) (attempts per 1 s)", eval[string](t, ctx, `document.querySelector('[data-chart="load"] h3').textContent`))
+	assert.Equal(t, "Recovery of gateway (the front) after the outage", eval[string](t, ctx, `document.querySelector('[data-chart="recovery"] h3').textContent`))
 	fits(t, ctx, "layered-retries", false)
 	screenshot(t, ctx, "summary-layered-retries")
 

@@ -74,19 +74,23 @@ export function render(element, summary, charts) {
   const outages = summary.outages ?? [];
   const outageNote = outages.length ? `Shaded: ${outages.length > 1 ? "the outages" : "the outage"} (${outages.map(outageText).join("; ")}).` : "";
 
+  // In a graph of two or more services, the server's panels are the
+  // front's (the service the fleet calls), and say so.
+  const front = summary.strategies.some((st) => st.worst_service) ? summary.strategies[0].edges?.[0]?.to : null;
+
   if (t.length) {
     // Load on the server.
     const capacity = summary.capacity_per_s == null ? null : summary.capacity_per_s * summary.bucket_s;
     const load = strategies.filter((s) => s.data?.attempts);
     if (load.length) {
-      const refs = capacity == null ? [] : [{ label: `server capacity (per ${bucket})`, value: capacity }];
+      const refs = capacity == null ? [] : [{ label: `${front ? `${front}'s` : "server"} capacity (per ${bucket})`, value: capacity }];
       let note = "";
       if (capacity != null) {
         // (timePlot's y range leaves out a line far above the data.)
         const above = capacity > 3 * maxOf(load.map((s) => s.data.attempts));
         note = above ? `The server's capacity, ${count(capacity)} per ${bucket}, is far above the load.` : "Dashed: the server's capacity.";
       }
-      const p = add("load", `Load on the server (attempts per ${bucket})`, joinNotes(outageNote, note));
+      const p = add("load", `Load on ${front ? `${front} (the front)` : "the server"} (attempts per ${bucket})`, joinNotes(outageNote, note));
       plots.load = timePlot(p, { t, series: load.map((s) => ({ ...s, values: s.data.attempts })), refs, outages, yLabel: `attempts per ${bucket}`, height: 300 });
     }
 
@@ -95,7 +99,7 @@ export function render(element, summary, charts) {
     if (queued.length) {
       const limit = summary.queue_limit;
       const refs = limit == null ? [] : [{ label: "queue limit", value: limit }];
-      const p = add("queue", `The server's queue (longest in each ${bucket})`, joinNotes(outageNote, limit == null ? "" : "Dashed: the queue's limit."));
+      const p = add("queue", `${front ? `${front}'s (the front's)` : "The server's"} queue (longest in each ${bucket})`, joinNotes(outageNote, limit == null ? "" : "Dashed: the queue's limit."));
       plots.queue = timePlot(p, { t, series: queued.map((s) => ({ ...s, values: s.data.queue })), refs, outages, yLabel: "requests queued", height: 240 });
     }
   }
@@ -110,7 +114,7 @@ export function render(element, summary, charts) {
   // Recovery and amplification, bars per strategy.
   const bars = el("div", { class: "chart-row" });
   element.append(bars);
-  barChart(add("recovery", "Recovery time after the outage", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, ...recoveryBar(summary, s.summary) })));
+  barChart(add("recovery", front ? `Recovery of ${front} (the front) after the outage` : "Recovery time after the outage", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, ...recoveryBar(summary, s.summary) })));
   if (summary.strategies.some((st) => st.worst_service)) {
     // A graph: the front's amplification and, beside it, the service's
     // each strategy hurts most.
