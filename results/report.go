@@ -309,7 +309,7 @@ func Takeaways(s *Summary) []string {
 		case r <= 1.5 && st.Delivered > 0:
 			calm++
 			text := fmt.Sprintf("%s (%sx%s; %s)", st.Name, Decimal(r), at, shares(st))
-			if r >= NearCapacity {
+			if r >= nearCapacity {
 				near = append(near, text)
 			} else {
 				below = append(below, text)
@@ -414,9 +414,9 @@ func Takeaways(s *Summary) []string {
 	return out
 }
 
-// NearCapacity is the least peak load, over capacity, that a takeaway
+// nearCapacity is the least peak load, over capacity, that a takeaway
 // calls near capacity (up to 1.5); below it, the load is well below.
-const NearCapacity = 0.5
+const nearCapacity = 0.5
 
 // hurt is what a takeaway says of a strategy's load and work: in a graph,
 // of the service it hurts most (named), else of the server.
