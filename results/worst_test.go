@@ -121,6 +121,32 @@ func TestTakeawaysOfAGraph(t *testing.T) {
 				"Least work at the service each strategy hurts most: budget, 1x attempts per fleet request at gateway (all delivered; most: retry-all, 7x at db).",
 			},
 		},
+		{
+			// Services of unlimited capacity: no load to compare, so the
+			// amplification decides, and no line speaks of capacity.
+			name: "unlimited services",
+			s: func() *Summary {
+				s := graph(
+					graphStrategy("retry-all", 60000, [3]float64{1.2, 900, 0}, [3]float64{1.2, 3, 7}, [3]float64{}),
+					graphStrategy("edge-only", 60000, [3]float64{1.1, 800, 0}, [3]float64{1.1, 1.1, 1.1}, [3]float64{}),
+				)
+				s.CapacityPerS = nil
+				for i := range s.Strategies {
+					st := &s.Strategies[i]
+					st.PeakLoadRatio = nil
+					for k := range st.Services {
+						st.Services[k].PeakLoadRatio = nil
+					}
+					st.Worst = WorstOf(st.Services)
+				}
+				return s
+			}(),
+			want: []string{
+				"The service each strategy hurts most (the highest peak load after the outage over capacity): retry-all, db (unlimited capacity, 7x attempts per fleet request); edge-only, gateway (unlimited capacity, 1.1x attempts per fleet request).",
+				"Fastest recovery of gateway (the front) after the outage: retry-all, 0s (all delivered).",
+				"Least work at the service each strategy hurts most: edge-only, 1.1x attempts per fleet request at gateway (all delivered; most: retry-all, 7x at db).",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
