@@ -89,7 +89,7 @@ assets:
 # what the code draws.
 check: build
 	./$(BIN) check scenarios/*.yaml scenarios/configs/*.yaml
-	$(GO) test -count=1 -timeout 10m -run '^(TestDocsFigures|TestREADMEDemoTable|TestDocsLinksResolve|TestREADMEIsAFrontDoor)$$' ./cmd/herdlab
+	$(GO) test -count=1 -timeout 10m -run '^(TestDocsFigures|TestREADMEDemoTable|TestDocsGraphsQuoteTheRun|TestDocsLinksResolve|TestREADMEIsAFrontDoor)$$' ./cmd/herdlab
 	$(MAKE) --no-print-directory docs-check
 
 lint:

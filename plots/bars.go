@@ -28,6 +28,9 @@ func RecoveryChart(s *results.Summary, o Options) (Chart, error) {
 		return Chart{}, err
 	}
 	title := s.Scenario + ": recovery time"
+	if target, ok := graphTarget(s); ok {
+		title = s.Scenario + ": recovery of " + target + ", the service the fleet calls"
+	}
 	bars := recoveryBars(s)
 	after := "the end of the outage"
 	if len(s.Outages) > 1 {
@@ -73,7 +76,10 @@ func RecoveryChart(s *results.Summary, o Options) (Chart, error) {
 // AmplificationChart draws each strategy's amplification, attempts per
 // request: a bar in the strategy's colour with 95% confidence whiskers
 // over runs when there are several, and a reference line at 1 (every
-// request delivered at its first attempt).
+// request delivered at its first attempt). In a graph of two or more
+// services, each strategy has two bars, named: the front's (the service
+// the fleet calls) and the service's it hurts most (results.WorstOf),
+// whose attempts per fleet request may be many times the front's.
 func AmplificationChart(s *results.Summary, o Options) (Chart, error) {
 	if err := checkInputs(s, o); err != nil {
 		return Chart{}, err
@@ -85,15 +91,26 @@ func AmplificationChart(s *results.Summary, o Options) (Chart, error) {
 		if s.Runs > 1 {
 			legend = append(legend, legendItem{label: fmt.Sprintf("95%% confidence interval over %d runs", s.Runs), thumb: whiskerThumb(th)})
 		}
+		subtitle, ylabel := "Attempts that reached the server per request"+runsNote(s)+".", "attempts per request"
+		if hasWorst(s) {
+			subtitle = "Attempts that reached the front (the service the fleet calls) and the service each strategy hurts most, per fleet request" + runsNote(s) + "."
+			ylabel = "attempts per fleet request"
+		}
 		f := figure{
 			th:       th,
 			title:    title,
-			subtitle: "Attempts that reached the server per request" + runsNote(s) + ".",
+			subtitle: subtitle,
 			legend:   legend,
 		}
 		body := f.frame(c)
-		drawBars(c, body, th, s, bars, max(barsMax(bars), 1), "attempts per request", true)
+		drawBars(c, body, th, s, bars, max(barsMax(bars), 1), ylabel, true)
 	})
+}
+
+// hasWorst reports whether s is of a graph of two or more services,
+// whose strategies name the service they hurt most.
+func hasWorst(s *results.Summary) bool {
+	return len(s.Strategies) > 0 && s.Strategies[0].Worst != nil
 }
 
 // referenceStyle is the style of the reference line at 1.

@@ -119,6 +119,7 @@ func graphFixture(runs int) (*results.Summary, []*results.Run) {
 			st.Services = append(st.Services, results.MeanServiceFigures(per))
 		}
 		st.Edges = results.MeanEdgeFigures(rs)
+		st.Worst = results.WorstOf(st.Services)
 		s.Strategies = append(s.Strategies, st)
 		all = append(all, rs...)
 	}
@@ -459,6 +460,58 @@ func TestRatioText(t *testing.T) {
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, ratioText(tt.r), "%v", tt.r)
 	}
+}
+
+// In a graph, the amplification chart has the front's bar and, beside
+// it, the bar of the service each strategy hurts most, each named.
+func TestAmplificationBarsOfAGraph(t *testing.T) {
+	s, _ := graphFixture(2)
+	s.Strategies[0].CI95 = &results.Figures{Amplification: 0.1}
+	bars := amplificationBars(s)
+	var names []string
+	for _, b := range bars {
+		names = append(names, b.Name)
+	}
+	assert.Equal(t, []string{"every-layer\napi (front)", "every-layer\ndb (hurt most)", "edge-only\napi (front)", "edge-only\ndb (hurt most)"}, names)
+	assert.Equal(t, s.Strategies[0].Amplification, bars[0].Value, "the front's bar is the strategy's figure")
+	require.Equal(t, "db", s.Strategies[0].Services[3].Name)
+	assert.Equal(t, s.Strategies[0].Services[3].Amplification, bars[1].Value, "db's amplification")
+	assert.InDelta(t, 6, bars[1].Value, 0.2, "every-layer sends db about 6 attempts per fleet request")
+	assert.Equal(t, 0.1, bars[0].CI, "the front's bar has the strategy's interval")
+	assert.Zero(t, bars[1].CI, "a service has no interval")
+	assert.Equal(t, bars[0].Index, bars[1].Index, "in the strategy's colour")
+	assert.Equal(t, "5.9×", bars[1].Label)
+
+	// The front hurt most: one bar, so named.
+	for i := range s.Strategies {
+		s.Strategies[i].Worst.Name = "api"
+	}
+	bars = amplificationBars(s)
+	require.Len(t, bars, 2)
+	assert.Equal(t, "every-layer\napi (front, hurt most)", bars[0].Name)
+
+	c, err := AmplificationChart(s, Options{Width: 600, Height: 400})
+	require.NoError(t, err)
+	assert.NotEmpty(t, c.Data)
+}
+
+// A graph's charts of the front's figures name it.
+func TestAGraphsFrontChartsNameIt(t *testing.T) {
+	s, runs := graphFixture(1)
+	o := Options{Width: 600, Height: 400}
+	for _, draw := range []func() (Chart, error){
+		func() (Chart, error) { return LoadChart(s, runs, o) },
+		func() (Chart, error) { return QueueChart(s, runs, o) },
+		func() (Chart, error) { return RecoveryChart(s, o) },
+	} {
+		c, err := draw()
+		require.NoError(t, err)
+		assert.Contains(t, c.Title, " api, the service the fleet calls", c.Name)
+	}
+	one, oneRuns := fixture(1)
+	c, err := QueueChart(one, oneRuns, o)
+	require.NoError(t, err)
+	assert.NotContains(t, c.Title, "fleet calls", "one server: as before")
 }
 
 // TestGraphGolden compares the graph charts of the fixture at 600x400

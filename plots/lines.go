@@ -102,6 +102,9 @@ func QueueChart(s *results.Summary, runs []*results.Run, o Options) (Chart, erro
 		return Chart{}, err
 	}
 	title := s.Scenario + ": server queue"
+	if target, ok := graphTarget(s); ok {
+		title = s.Scenario + ": queue of " + target + ", the service the fleet calls"
+	}
 	groups := runsByStrategy(s, runs)
 	n := bucketCount(s, runs)
 	queues := make([]results.QueueSeries, len(groups))

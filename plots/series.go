@@ -194,19 +194,43 @@ func recoveryBars(s *results.Summary) []bar {
 }
 
 // amplificationBars returns a bar per strategy for its amplification
-// (attempts per request), with its CI95 half-width when runs > 1.
+// (attempts per request), with its CI95 half-width when runs > 1. In a
+// graph of two or more services, each strategy has the front's bar (the
+// service the fleet calls), named "STRATEGY\nFRONT (front)", and beside
+// it the bar of the service it hurts most (results.WorstOf), named
+// "STRATEGY\nSERVICE (hurt most)", in the same colour, without whiskers
+// (services have no intervals); one bar "(front, hurt most)" when that
+// is the front.
 func amplificationBars(s *results.Summary) []bar {
-	bars := make([]bar, len(s.Strategies))
+	bars := make([]bar, 0, len(s.Strategies))
 	colors := colorIndexes(s)
 	for i, st := range s.Strategies {
 		ci := ciOf(s, st, func(f *results.Figures) *float64 { return &f.Amplification })
-		bars[i] = bar{
+		b := bar{
 			Name:  st.Name,
 			Index: colors[i],
 			Value: st.Amplification,
 			CI:    ci,
 			Label: ratioLabel(st.Amplification, ci),
 		}
+		w := st.Worst
+		if w == nil {
+			bars = append(bars, b)
+			continue
+		}
+		front := st.Front()
+		if w.Name == front {
+			b.Name = st.Name + "\n" + front + " (front, hurt most)"
+			bars = append(bars, b)
+			continue
+		}
+		b.Name = st.Name + "\n" + front + " (front)"
+		bars = append(bars, b, bar{
+			Name:  st.Name + "\n" + w.Name + " (hurt most)",
+			Index: colors[i],
+			Value: w.Amplification,
+			Label: ratioLabel(w.Amplification, 0),
+		})
 	}
 	return bars
 }

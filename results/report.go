@@ -249,12 +249,19 @@ func WriteHTML(w io.Writer, s *Summary, images []Image, live *Interactive) error
 }
 
 // Takeaways returns a few sentences that say what the figures show, in
-// a fixed order: the herds (peaks well above capacity) and the calmest
-// strategies, recovery, what was given up, duplicates and the least work.
-// A strategy is praised for a low load, a fast recovery or little work
-// only with the share of its requests that it gave up on beside it, and
-// one that left nothing to recover (it gave up, or delivered, everything
-// before the outage ended) is never called fast or calm: it is said so.
+// a fixed order: in a graph, the service each strategy hurts most; the
+// herds (peaks well above capacity) and the calmest strategies, recovery,
+// what was given up, duplicates and the least work. A strategy is praised
+// for a low load, a fast recovery or little work only with the share of
+// its requests that it gave up on beside it, and one that left nothing to
+// recover (it gave up, or delivered, everything before the outage ended)
+// is never called fast or calm: it is said so.
+//
+// In a graph of two or more services, the load and the work are those of
+// the service each strategy hurts most (StrategySummary.Worst), named;
+// recovery and duplicates are the front's (the service the fleet calls),
+// named too. A peak is "near capacity" from half to 1.5 times it, "well
+// below capacity" under half.
 func Takeaways(s *Summary) []string {
 	var out []string
 	sts := s.Strategies
@@ -266,24 +273,56 @@ func Takeaways(s *Summary) []string {
 	if len(s.Outages) == 0 {
 		after = ""
 	}
+	front, graph := "", false
+	for i := range sts {
+		if sts[i].Worst != nil {
+			graph, front = true, sts[i].Front()
+			break
+		}
+	}
+	if graph {
+		out = append(out, hurtLine(sts, after))
+	}
+
 	// The herds: peaks after the outage at several times capacity. A
 	// strategy that left nothing, or delivered nothing, is never calm:
 	// its clients had stopped.
-	var calm []string
-	for _, st := range sts {
-		if st.PeakLoadRatio == nil || st.Recovery == NothingLeft {
+	var near, below []string
+	calm := 0
+	for i := range sts {
+		st := &sts[i]
+		h := hurtOf(st)
+		if h.ratio == nil || st.Recovery == NothingLeft {
 			continue
 		}
-		switch r := *st.PeakLoadRatio; {
+		at := ""
+		if h.service != "" {
+			at = " at " + h.service
+		}
+		switch r := *h.ratio; {
+		case r >= 2 && h.service != "":
+			out = append(out, fmt.Sprintf("%s: %s attempts within %s at t = %s on %s, %sx its capacity.",
+				st.Name, Count(h.peak), bucket, Seconds(&h.at, ""), h.service, Decimal(r)))
 		case r >= 2:
 			out = append(out, fmt.Sprintf("%s: %s attempts within %s at t = %s, %sx capacity.",
-				st.Name, Count(st.PeakLoad), bucket, Seconds(&st.PeakAtS, ""), Decimal(r)))
+				st.Name, Count(h.peak), bucket, Seconds(&h.at, ""), Decimal(r)))
 		case r <= 1.5 && st.Delivered > 0:
-			calm = append(calm, fmt.Sprintf("%s (%sx; %s)", st.Name, Decimal(r), shares(&st)))
+			calm++
+			text := fmt.Sprintf("%s (%sx%s; %s)", st.Name, Decimal(r), at, shares(st))
+			if r >= nearCapacity {
+				near = append(near, text)
+			} else {
+				below = append(below, text)
+			}
 		}
 	}
-	if len(calm) > 0 && len(calm) < len(sts) {
-		out = append(out, "Peak load"+after+" stays near capacity with "+strings.Join(calm, ", ")+".")
+	if calm > 0 && calm < len(sts) {
+		if len(near) > 0 {
+			out = append(out, "Peak load"+after+" stays near capacity with "+strings.Join(near, ", ")+".")
+		}
+		if len(below) > 0 {
+			out = append(out, "Peak load"+after+" stays well below capacity with "+strings.Join(below, ", ")+".")
+		}
 	}
 
 	// What was left to recover: a strategy that gave up during the
@@ -314,17 +353,21 @@ func Takeaways(s *Summary) []string {
 			recovered = append(recovered, st)
 		}
 	}
+	of, server := "", "The server"
+	if front != "" {
+		of, server = " of "+front+" (the front)", front+" (the front)"
+	}
 	if len(s.Outages) > 0 && len(recovered) > 0 {
 		byTime := func(a, b StrategySummary) int { return cmpFloat(*a.RecoveryTimeS, *b.RecoveryTimeS) }
 		best, worst := slices.MinFunc(recovered, byTime), slices.MaxFunc(recovered, byTime)
-		line := fmt.Sprintf("Fastest recovery after the outage: %s, %s (%s)", best.Name, Seconds(best.RecoveryTimeS, ""), shares(&best))
+		line := fmt.Sprintf("Fastest recovery%s after the outage: %s, %s (%s)", of, best.Name, Seconds(best.RecoveryTimeS, ""), shares(&best))
 		if worst.Name != best.Name && *worst.RecoveryTimeS > *best.RecoveryTimeS {
 			line += fmt.Sprintf("; slowest: %s, %s (%s)", worst.Name, Seconds(worst.RecoveryTimeS, ""), shares(&worst))
 		}
 		out = append(out, line+".")
 	}
 	if len(never) > 0 {
-		out = append(out, "The server never recovered within the horizon with "+strings.Join(never, ", ")+".")
+		out = append(out, server+" never recovered within the horizon with "+strings.Join(never, ", ")+".")
 	}
 	for _, st := range sts {
 		if n := st.RecoveredRuns; s.Runs > 1 && st.Recovery == Mixed && n > 0 && n < s.Runs {
@@ -338,26 +381,75 @@ func Takeaways(s *Summary) []string {
 	}
 
 	// Losses and duplicates.
+	at := ""
+	if front != "" {
+		at = " at " + front
+	}
 	for _, st := range sts {
 		if st.DeadLettered > 0 && st.DeliveredRatio < 0.99 {
 			out = append(out, fmt.Sprintf("%s delivered %s%% of requests; %s went to the dead-letter queue (%s).",
 				st.Name, Percent(st.DeliveredRatio), Count(st.DeadLettered), reasons(st.DeadLetteredBy)))
 		}
 		if st.Duplicates > 0 {
-			out = append(out, fmt.Sprintf("%s: %s requests were processed more than once (duplicates).", st.Name, Count(st.Duplicates)))
+			out = append(out, fmt.Sprintf("%s: %s requests were processed more than once%s (duplicates).", st.Name, Count(st.Duplicates), at))
 		}
 	}
 
-	// The least work.
+	// The least work: in a graph, at the service each strategy hurts
+	// most.
 	if len(sts) > 1 {
-		byWork := func(a, b StrategySummary) int { return cmpFloat(a.Amplification, b.Amplification) }
+		byWork := func(a, b StrategySummary) int { return cmpFloat(hurtOf(&a).amp, hurtOf(&b).amp) }
 		least, most := slices.MinFunc(sts, byWork), slices.MaxFunc(sts, byWork)
-		if most.Amplification > least.Amplification {
+		l, m := hurtOf(&least), hurtOf(&most)
+		switch {
+		case m.amp <= l.amp:
+		case graph:
+			out = append(out, fmt.Sprintf("Least work at the service each strategy hurts most: %s, %sx attempts per fleet request at %s (%s; most: %s, %sx at %s).",
+				least.Name, Decimal(l.amp), l.service, shares(&least), most.Name, Decimal(m.amp), m.service))
+		default:
 			out = append(out, fmt.Sprintf("Least work: %s, %sx attempts per request (%s; most: %s, %sx).",
-				least.Name, Decimal(least.Amplification), shares(&least), most.Name, Decimal(most.Amplification)))
+				least.Name, Decimal(l.amp), shares(&least), most.Name, Decimal(m.amp)))
 		}
 	}
 	return out
+}
+
+// nearCapacity is the least peak load, over capacity, that a takeaway
+// calls near capacity (up to 1.5); below it, the load is well below.
+const nearCapacity = 0.5
+
+// hurt is what a takeaway says of a strategy's load and work: in a graph,
+// of the service it hurts most (named), else of the server.
+type hurt struct {
+	service       string // "" for one server
+	peak, at, amp float64
+	ratio         *float64
+}
+
+func hurtOf(st *StrategySummary) hurt {
+	if w := st.Worst; w != nil {
+		return hurt{service: w.Name, peak: w.PeakLoad, at: w.PeakAtS, amp: w.Amplification, ratio: w.PeakLoadRatio}
+	}
+	return hurt{peak: st.PeakLoad, at: st.PeakAtS, amp: st.Amplification, ratio: st.PeakLoadRatio}
+}
+
+// hurtLine names the service each strategy of a graph hurts most, with
+// its peak load over capacity and its amplification.
+func hurtLine(sts []StrategySummary, after string) string {
+	parts := make([]string, 0, len(sts))
+	for i := range sts {
+		st := &sts[i]
+		if st.Worst == nil {
+			continue
+		}
+		w := st.Worst
+		load := "unlimited capacity"
+		if w.PeakLoadRatio != nil {
+			load = "peak " + Decimal(*w.PeakLoadRatio) + "x its capacity"
+		}
+		parts = append(parts, fmt.Sprintf("%s, %s (%s, %sx attempts per fleet request)", st.Name, w.Name, load, Decimal(w.Amplification)))
+	}
+	return fmt.Sprintf("The service each strategy hurts most (the highest peak load%s over capacity): %s.", after, strings.Join(parts, "; "))
 }
 
 // shares says what became of a strategy's requests, for a sentence that

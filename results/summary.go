@@ -82,6 +82,10 @@ type StrategySummary struct {
 	// the fleet's first (from ""), then each service's calls in file
 	// order.
 	Edges []EdgeFigures `json:"edges,omitempty"`
+	// Worst is, in a graph of two or more services, the service the
+	// strategy hurt most (see WorstOf); the figures above are the front's
+	// (the service the fleet calls). Absent for one server.
+	Worst *WorstService `json:"worst_service,omitempty"`
 	// Client, for a strategy played by the user's own client code
 	// (herdtest) rather than simulated, says so.
 	Client *ClientCode `json:"client,omitempty"`

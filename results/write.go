@@ -148,20 +148,43 @@ func WriteSummaryCSV(w io.Writer, s *Summary) error {
 
 // tableRows returns the rows of the human summary table: a header, then a
 // row per strategy. Without an outage, the peak column is the peak of the
-// whole run.
+// whole run. In a graph of two or more services, the columns of the
+// server's figures name the front (the service the fleet calls), and
+// three columns beside them give the service each strategy hurts most
+// (StrategySummary.Worst): its name, peak load and amplification.
 func tableRows(s *Summary) [][]string {
 	peakHead := "peak after outage"
 	if len(s.Outages) == 0 {
 		peakHead = "peak load"
 	}
-	rows := [][]string{{"strategy", "attempts", "amplif.", peakHead, "recovery", "drain", "completion", "delivered", "dead letters", "unfinished", "duplicates", "p99 latency (delivered only)"}}
+	front := ""
+	if len(s.Strategies) > 0 && s.Strategies[0].Worst != nil {
+		front = s.Strategies[0].Front()
+	}
+	of := func(head string) string {
+		if front == "" {
+			return head
+		}
+		return head + " (" + front + ")"
+	}
+	head := []string{"strategy", of("attempts"), of("amplif."), of(peakHead)}
+	if front != "" {
+		head = append(head, "hurt most", "its "+peakHead, "its amplif.")
+	}
+	head = append(head, of("recovery"), "drain", "completion", "delivered", "dead letters", "unfinished", of("duplicates"), "p99 latency (delivered only)")
+	rows := [][]string{head}
 	for i := range s.Strategies {
 		st := &s.Strategies[i]
-		rows = append(rows, []string{
+		row := []string{
 			st.Name,
 			Count(st.Attempts),
 			Decimal(st.Amplification) + "x",
 			PeakText(st),
+		}
+		if front != "" {
+			row = append(row, worstCells(st.Worst)...)
+		}
+		rows = append(rows, append(row,
 			RecoveryText(s, st),
 			drainText(st),
 			Seconds(st.CompletionTimeS, "unfinished"),
@@ -170,22 +193,35 @@ func tableRows(s *Summary) [][]string {
 			Count(st.Unfinished),
 			Count(st.Duplicates),
 			latencyText(st),
-		})
+		))
 	}
 	return rows
+}
+
+// worstCells are the table's cells of the service a strategy hurts most:
+// its name, its peak load ("5,321.3 (1.06x) at 60s") and amplification.
+func worstCells(w *WorstService) []string {
+	if w == nil {
+		return []string{"", "", ""}
+	}
+	return []string{w.Name, peakText(w.PeakLoad, w.PeakLoadRatio, w.PeakAtS), Decimal(w.Amplification) + "x"}
 }
 
 // PeakText says a strategy's peak load: "2,065 (1.03x) at 36s", or
 // "none" when no attempt came after the outage.
 func PeakText(st *StrategySummary) string {
-	if st.PeakLoad == 0 {
+	return peakText(st.PeakLoad, st.PeakLoadRatio, st.PeakAtS)
+}
+
+func peakText(load float64, ratio *float64, at float64) string {
+	if load == 0 {
 		return "none"
 	}
-	peak := Count(st.PeakLoad)
-	if st.PeakLoadRatio != nil {
-		peak += fmt.Sprintf(" (%sx)", Decimal(*st.PeakLoadRatio))
+	peak := Count(load)
+	if ratio != nil {
+		peak += fmt.Sprintf(" (%sx)", Decimal(*ratio))
 	}
-	return peak + " at " + Seconds(&st.PeakAtS, "")
+	return peak + " at " + Seconds(&at, "")
 }
 
 // latencyText says a strategy's p99 latency, or "none delivered": the

@@ -299,6 +299,7 @@ func Summarize(runs []*results.Run, setup results.Setup) results.StrategySummary
 		s.Services = append(s.Services, results.MeanServiceFigures(per))
 	}
 	s.Edges = results.MeanEdgeFigures(runs)
+	s.Worst = results.WorstOf(s.Services)
 	return s
 }
 

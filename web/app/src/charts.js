@@ -74,19 +74,23 @@ export function render(element, summary, charts) {
   const outages = summary.outages ?? [];
   const outageNote = outages.length ? `Shaded: ${outages.length > 1 ? "the outages" : "the outage"} (${outages.map(outageText).join("; ")}).` : "";
 
+  // In a graph of two or more services, the server's panels are the
+  // front's (the service the fleet calls), and say so.
+  const front = summary.strategies.some((st) => st.worst_service) ? summary.strategies[0].edges?.[0]?.to : null;
+
   if (t.length) {
     // Load on the server.
     const capacity = summary.capacity_per_s == null ? null : summary.capacity_per_s * summary.bucket_s;
     const load = strategies.filter((s) => s.data?.attempts);
     if (load.length) {
-      const refs = capacity == null ? [] : [{ label: `server capacity (per ${bucket})`, value: capacity }];
+      const refs = capacity == null ? [] : [{ label: `${front ? `${front}'s` : "server"} capacity (per ${bucket})`, value: capacity }];
       let note = "";
       if (capacity != null) {
         // (timePlot's y range leaves out a line far above the data.)
         const above = capacity > 3 * maxOf(load.map((s) => s.data.attempts));
         note = above ? `The server's capacity, ${count(capacity)} per ${bucket}, is far above the load.` : "Dashed: the server's capacity.";
       }
-      const p = add("load", `Load on the server (attempts per ${bucket})`, joinNotes(outageNote, note));
+      const p = add("load", `Load on ${front ? `${front} (the front)` : "the server"} (attempts per ${bucket})`, joinNotes(outageNote, note));
       plots.load = timePlot(p, { t, series: load.map((s) => ({ ...s, values: s.data.attempts })), refs, outages, yLabel: `attempts per ${bucket}`, height: 300 });
     }
 
@@ -95,7 +99,7 @@ export function render(element, summary, charts) {
     if (queued.length) {
       const limit = summary.queue_limit;
       const refs = limit == null ? [] : [{ label: "queue limit", value: limit }];
-      const p = add("queue", `The server's queue (longest in each ${bucket})`, joinNotes(outageNote, limit == null ? "" : "Dashed: the queue's limit."));
+      const p = add("queue", `${front ? `${front}'s (the front's)` : "The server's"} queue (longest in each ${bucket})`, joinNotes(outageNote, limit == null ? "" : "Dashed: the queue's limit."));
       plots.queue = timePlot(p, { t, series: queued.map((s) => ({ ...s, values: s.data.queue })), refs, outages, yLabel: "requests queued", height: 240 });
     }
   }
@@ -110,8 +114,14 @@ export function render(element, summary, charts) {
   // Recovery and amplification, bars per strategy.
   const bars = el("div", { class: "chart-row" });
   element.append(bars);
-  barChart(add("recovery", "Recovery time after the outage", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, ...recoveryBar(summary, s.summary) })));
-  barChart(add("amplification", "Retry amplification (attempts per request)", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, value: s.summary.amplification, text: times(s.summary.amplification) })));
+  barChart(add("recovery", front ? `Recovery of ${front} (the front) after the outage` : "Recovery time after the outage", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, ...recoveryBar(summary, s.summary) })));
+  if (summary.strategies.some((st) => st.worst_service)) {
+    // A graph: the front's amplification and, beside it, the service's
+    // each strategy hurts most.
+    barChart(add("amplification", "Retry amplification at the front and at the service hurt most (attempts per fleet request)", "", bars), strategies.flatMap((s) => amplificationRows(s)));
+  } else {
+    barChart(add("amplification", "Retry amplification (attempts per request)", "", bars), strategies.map((s) => ({ name: s.name, color: s.color, value: s.summary.amplification, text: times(s.summary.amplification) })));
+  }
 
   // Attempts per service, in a graph of services, for one strategy.
   if (t.length && charts.services?.length) {
@@ -205,8 +215,9 @@ export function render(element, summary, charts) {
   }
 
   // barChart draws horizontal bars on a canvas, one row per strategy:
-  // rows are {name, color, value, text, tone} (no bar where value is
-  // null; tone colours the text: "never" or "vacant").
+  // rows are {name, color, value, text, tone, strategy} (no bar where
+  // value is null; tone colours the text: "never" or "vacant"; strategy,
+  // when the row's name is not the strategy's, is whose it is).
   function barChart(p, rows) {
     const canvas = el("canvas", { class: "bars" });
     p.body.append(canvas);
@@ -228,7 +239,7 @@ export function render(element, summary, charts) {
       const top = Math.max(...rows.map((r) => r.value ?? 0)) || 1;
       rows.forEach((r, i) => {
         const y = 6 + i * rowH + rowH / 2;
-        ctx.globalAlpha = hidden.has(r.name) ? 0.25 : 1;
+        ctx.globalAlpha = hidden.has(r.strategy ?? r.name) ? 0.25 : 1;
         ctx.fillStyle = "#222";
         ctx.textAlign = "right";
         ctx.fillText(r.name, labelW - 8, y);
@@ -268,6 +279,19 @@ export function render(element, summary, charts) {
       element.replaceChildren();
     },
   };
+}
+
+// amplificationRows are a graph's rows of the amplification chart for
+// strategy s: the front's (the service the fleet calls) and the service's
+// it hurts most (summary.json's worst_service), one row when they are one.
+function amplificationRows(s) {
+  const st = s.summary;
+  const w = st.worst_service;
+  const front = st.edges?.[0]?.to ?? "front";
+  const row = (name, value) => ({ name, strategy: s.name, color: s.color, value, text: times(value) });
+  if (!w) return [row(s.name, st.amplification)];
+  if (w.name === front) return [row(`${s.name}: ${front} (front, hurt most)`, st.amplification)];
+  return [row(`${s.name}: ${front} (front)`, st.amplification), row(`${s.name}: ${w.name} (hurt most)`, w.amplification)];
 }
 
 // addPanel makes an empty panel in parent, with a button that downloads

@@ -24,9 +24,11 @@ export function times(x) {
 }
 
 // seconds formats a duration in seconds: milliseconds below one second.
+// The number and its unit are joined by a no-break space: a table cell
+// that wraps keeps them together.
 export function seconds(x) {
-  if (x !== 0 && Math.abs(x) < 1) return num(x * 1000, Math.abs(x) < 0.001 ? 3 : 1) + " ms";
-  return num(x, 2) + " s";
+  if (x !== 0 && Math.abs(x) < 1) return num(x * 1000, Math.abs(x) < 0.001 ? 3 : 1) + "\u00a0ms";
+  return num(x, 2) + "\u00a0s";
 }
 
 // compact formats an axis tick: 500, 1.5k, 50k, 2M.
