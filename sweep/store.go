@@ -241,8 +241,9 @@ func (fl *file) decode(spec *Spec, data []byte, off int64) error {
 	if err != nil {
 		return err
 	}
+	_, si, _ := spec.unit(k)
 	fl.records = append(fl.records, &stored{path: fl.path, off: off, size: len(data), sum: sha256.Sum256(data),
-		unit: k, point: rec.Point, strategy: rec.Strategy, run: rec.Run})
+		unit: k, point: rec.Point, strategy: spec.Strategies[si], run: rec.Run})
 	return nil
 }
 
