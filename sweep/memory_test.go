@@ -66,7 +66,10 @@ strategies:
 	t.Logf("peak heap gathering %d runs: %.1f MB; %d runs: %.1f MB; their records: %.1f MB and %.1f MB",
 		4*n, mb(small), 16*n, mb(big), mb(smallBytes), mb(bigBytes))
 	require.Greater(t, bigBytes-smallBytes, int64(3<<20), "records big enough to see")
-	assert.Less(t, big-small, (bigBytes-smallBytes)/4, "the peak grows with the points in flight, not with the runs")
+	// Holding every record, the peak grew by 22 MB here, five times
+	// their encodings; gathering a point at a time, by 0-1.4 MB (the
+	// index of the runs, and when the collector ran).
+	assert.Less(t, big-small, bigBytes-smallBytes, "the peak grows with the points in flight, not with the runs")
 }
 
 // peakHeap returns the most heap f had allocated (live, and garbage not
