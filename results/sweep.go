@@ -300,6 +300,22 @@ func ReadSweepJSON(r io.Reader) (*Sweep, error) {
 // path), whether the server recovered, and the figures of summary.csv.
 // records must hold every run of s.
 func WriteSweepCSV(w io.Writer, s *Sweep, records []RunRecord) error {
+	c := NewSweepCSV(w, s)
+	if err := c.Write(records); err != nil {
+		return err
+	}
+	return c.Flush()
+}
+
+// SweepCSV writes sweep.csv a part at a time, as WriteSweepCSV does at
+// once: a sweep gathered a point at a time writes each point's rows.
+type SweepCSV struct {
+	cw *csv.Writer
+	s  *Sweep
+}
+
+// NewSweepCSV starts sweep.csv of s on w with its header.
+func NewSweepCSV(w io.Writer, s *Sweep) *SweepCSV {
 	cw := csv.NewWriter(w)
 	header := []string{"point"}
 	for _, a := range s.Axes {
@@ -310,22 +326,32 @@ func WriteSweepCSV(w io.Writer, s *Sweep, records []RunRecord) error {
 		header = append(header, c.name)
 	}
 	cw.Write(header)
+	return &SweepCSV{cw: cw, s: s}
+}
+
+// Write writes the rows of records, in order.
+func (c *SweepCSV) Write(records []RunRecord) error {
 	for i := range records {
 		r := &records[i]
 		row := []string{strconv.Itoa(r.Point)}
-		row = append(row, s.Points[r.Point].Values...)
+		row = append(row, c.s.Points[r.Point].Values...)
 		row = append(row, r.Strategy, strconv.Itoa(r.Run), strconv.FormatBool(r.Figures.RecoveryTimeS != nil))
-		for _, c := range summaryColumns {
+		for _, col := range summaryColumns {
 			cell := ""
-			if x := c.get(&r.Figures); x != nil {
+			if x := col.get(&r.Figures); x != nil {
 				cell = strconv.FormatFloat(*x, 'g', -1, 64)
 			}
 			row = append(row, cell)
 		}
-		cw.Write(row)
+		c.cw.Write(row)
 	}
-	cw.Flush()
-	return cw.Error()
+	return c.cw.Error()
+}
+
+// Flush writes out what the writer holds.
+func (c *SweepCSV) Flush() error {
+	c.cw.Flush()
+	return c.cw.Error()
 }
 
 // PooledLatency merges the latency histograms of records, exactly, and

@@ -22,10 +22,15 @@ type engine struct {
 	maxEvents int64 // the event budget
 	failed    error // stops the run at the next check
 
-	progress      func(int)
-	progressEvery time.Duration
-	progressNext  time.Duration
-	progressDone  int // units reported
+	// The run's progress (see setLimits and workDone): units of
+	// ProgressUnits reported so far, the requests the run is expected to
+	// create, those that reached a final state (delivered or given up),
+	// and the events when the first did (-1 before).
+	progress     func(int)
+	progressDone int
+	expected     float64
+	finished     int64
+	firstEvents  int64
 
 	name string // the strategy, for errors
 }
@@ -34,16 +39,17 @@ func newEngine(name string, horizon time.Duration) engine {
 	return engine{q: newEventQueue(), horizon: horizon, name: name, maxEvents: DefaultMaxEvents}
 }
 
-// setLimits sets the run's progress callback and event budget (0:
-// DefaultMaxEvents).
-func (e *engine) setLimits(progress func(int), maxEvents int64) {
+// setLimits sets the run's progress callback, with the requests the run
+// is expected to create (0: unknown; see expectedRequests), and its
+// event budget (0: DefaultMaxEvents).
+func (e *engine) setLimits(progress func(int), expected float64, maxEvents int64) {
 	if maxEvents > 0 {
 		e.maxEvents = maxEvents
 	}
 	if progress != nil {
 		e.progress = progress
-		e.progressEvery = max(e.horizon/ProgressUnits, 1)
-		e.progressNext = e.progressEvery
+		e.expected = expected
+		e.firstEvents = -1
 	}
 }
 
@@ -78,6 +84,7 @@ func (e *engine) loop(ctx context.Context, advance func(t time.Duration), handle
 		e.events++
 		if e.events >= check {
 			check = min(e.events+checkEvery, e.maxEvents)
+			e.report()
 			if err := ctx.Err(); err != nil {
 				return err
 			}
@@ -95,24 +102,70 @@ func (e *engine) loop(ctx context.Context, advance func(t time.Duration), handle
 	}
 	advance(e.horizon)
 	e.tick(e.horizon)
+	e.reportDone()
 	return nil
 }
 
-// tick moves the clock to t and reports progress: a unit for each
-// progressEvery of the horizon passed, ProgressUnits in all once t
-// reaches the horizon.
-func (e *engine) tick(t time.Duration) {
-	if e.progress != nil && t >= e.progressNext && e.progressDone < ProgressUnits {
-		n := 0
-		for e.progressNext <= t && e.progressDone+n < ProgressUnits {
-			e.progressNext += e.progressEvery
-			n++
-		}
-		if t >= e.horizon {
-			n = ProgressUnits - e.progressDone
-		}
-		e.progressDone += n
-		e.progress(n)
+// tick moves the clock to t.
+func (e *engine) tick(t time.Duration) { e.now = t }
+
+// report reports the progress of the run, if anyone listens: the units
+// of workDone's share not reported yet, ProgressUnits-1 at most until
+// reportDone. It is called every checkEvery events, not at every event:
+// the engine's loop pays nothing for it.
+func (e *engine) report() {
+	if e.progress == nil {
+		return
 	}
-	e.now = t
+	if e.firstEvents < 0 && e.finished > 0 {
+		e.firstEvents = max(e.events-checkEvery, 0) // the first finished since the last report
+	}
+	units := min(int(workDone(e.now, e.horizon, e.events, e.firstEvents, e.finished, e.expected)*ProgressUnits), ProgressUnits-1)
+	if units > e.progressDone {
+		e.progress(units - e.progressDone)
+		e.progressDone = units
+	}
+}
+
+// reportDone reports the rest of the run's ProgressUnits: it has ended.
+func (e *engine) reportDone() {
+	if e.progress != nil && e.progressDone < ProgressUnits {
+		e.progress(ProgressUnits - e.progressDone)
+		e.progressDone = ProgressUnits
+	}
+}
+
+// workDone returns the share of a run's work done, in [0, 1], from the
+// simulated time now of the horizon, the events so far, those when the
+// first request finished (firstEvents; -1 before), and the requests
+// finished of those expected (0: unknown).
+//
+// A run's cost is its events, and a run stops as soon as its last
+// request is finished, often long before its horizon: the share of the
+// horizon passed says little of the work left. Requests finish at a
+// roughly steady cost in events once they start to (an outage's herd
+// costs events and finishes none, then drains at the capacity), so the
+// events a run will take are estimated from the share f of the expected
+// requests finished as
+//
+//	total = firstEvents + (events - firstEvents) / f
+//
+// and the work done is the larger of events / total and now / horizon
+// (which counts the events of an outage before anything finishes as
+// time). It is 1 once every expected request is finished. It is not
+// monotonic: the caller reports its running maximum.
+func workDone(now, horizon time.Duration, events, firstEvents, finished int64, expected float64) float64 {
+	done := 0.0
+	if horizon > 0 {
+		done = min(float64(now)/float64(horizon), 1)
+	}
+	if expected <= 0 || finished <= 0 || firstEvents < 0 {
+		return done
+	}
+	f := min(float64(finished)/expected, 1)
+	total := float64(firstEvents) + float64(events-firstEvents)/f
+	if total <= 0 {
+		return max(done, f)
+	}
+	return max(done, min(float64(events)/total, 1))
 }

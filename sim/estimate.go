@@ -359,6 +359,28 @@ func requestsOf(sc *scenarios.Scenario) (float64, string) {
 	return n, path
 }
 
+// expectedRequests returns how many requests a run of sc is expected to
+// create, as its progress counts them: the number of a burst or uniform
+// workload, the mean of poisson arrivals (capped by workload.requests),
+// and for closed-loop clients without workload.requests, as many as
+// their cycles allow (an upper bound).
+func expectedRequests(sc *scenarios.Scenario) float64 {
+	w := sc.Workload
+	if w.Clients != nil || w.Arrival.Kind != scenarios.Poisson {
+		n, _ := requestsOf(sc)
+		return n
+	}
+	end := w.Arrival.Until
+	if end == 0 {
+		end = sc.Duration
+	}
+	n := scheduledMean(w.Arrival, min(end, sc.Duration))
+	if w.Requests > 0 {
+		n = min(n, float64(w.Requests))
+	}
+	return n
+}
+
 // scheduledMean returns the expected arrivals of a from a.From to end:
 // the rate in force (rateAt's) integrated over time. Where no two steps
 // of the schedule overlap (the usual case) it is the base rate over the

@@ -172,6 +172,7 @@ func (f *fleet) deadLetter(g *graph, c int32) {
 }
 
 func (f *fleet) final(g *graph, cl *call) {
+	g.finished++
 	g.completion = g.now
 	if cl.created <= g.lastOutageEnd {
 		g.drain = g.now

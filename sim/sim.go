@@ -24,7 +24,12 @@ type Options struct {
 	// Parallel is how many runs go at once; 0 means GOMAXPROCS.
 	Parallel int
 	// Progress, when set, is called from the runs' goroutines with units
-	// of work done; a run is ProgressUnits units.
+	// of work done; a run is ProgressUnits units. A run's units measure
+	// its work, not its simulated time (a run ends when its last request
+	// is finished, often long before its horizon): the share of its
+	// expected requests finished, against the events they took, and
+	// until the first finishes the share of the horizon passed. They are
+	// reported every 65,536 events, and the rest when the run ends.
 	Progress func(units int)
 	// MaxMemory bounds the memory the runs may take, in bytes, as Fit
 	// estimates it: fewer runs go at once if need be, and Run refuses a
@@ -146,11 +151,11 @@ func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
 	if sc.Graph() {
 		g := newGraph(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
-		g.setLimits(progress, maxEvents)
+		g.setLimits(progress, expectedRequests(sc), maxEvents)
 		return g.simulate(ctx)
 	}
 	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
-	w.setLimits(progress, maxEvents)
+	w.setLimits(progress, expectedRequests(sc), maxEvents)
 	return w.simulate(ctx)
 }
 

@@ -303,6 +303,7 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 		w.events++
 		if w.events >= check {
 			check = min(w.events+checkEvery, w.maxEvents)
+			w.report()
 			if err := ctx.Err(); err != nil {
 				return nil, err
 			}
@@ -319,6 +320,7 @@ func (w *world) simulate(ctx context.Context) (*results.Run, error) {
 		}
 	}
 	w.advance(w.horizon)
+	w.reportDone()
 	for w.sampled < len(w.run.Series) {
 		w.sample() // a last bucket cut short by the horizon ends there
 	}

@@ -288,6 +288,7 @@ func (w *world) decide(i int32, d strategies.Decision) {
 // final notes that request i, r, reached a final state now; in a closed
 // loop its client sends the next after its think time.
 func (w *world) final(i int32, r *request) {
+	w.finished++
 	w.completion = w.now
 	if w.created[i] <= w.lastOutageEnd {
 		w.drain = w.now

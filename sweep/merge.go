@@ -6,23 +6,31 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/sim"
 )
 
-// Records are the records of a whole sweep, read from the folders of its
-// shards.
+// Records are the records of a whole sweep: those of the folders of its
+// shards, as Collect finds them, or records made in memory (List).
 type Records struct {
 	Spec Spec
 	// Metric is the metric of the first folder's manifest.
 	Metric string
-	// List holds one record per unit, in unit order.
+	// List, when set, holds one record per unit, in unit order: records
+	// made in memory (the browser app's). Collect leaves it empty: Build
+	// and Write read the records from the folders a point at a time, so
+	// that a sweep of any size is gathered in the memory of a point's
+	// records.
 	List []results.RunRecord
-	// units are the records as read, with their encodings, by unit.
+	// units are where the folders hold the records, by unit.
 	units []*stored
+	// folders are the folders read, by path, with what they hold.
+	folders map[string]*folder
 }
 
 // Collect reads the records of a sweep from the folders of its shards (or
@@ -61,11 +69,13 @@ func Collect(dirs ...string) (*Records, error) {
 	n := rs.Spec.Units()
 	all := folder{units: make([]*stored, n)}
 	var damaged []damage
+	rs.folders = map[string]*folder{}
 	for _, dir := range dirs {
 		f, err := readFolder(&rs.Spec, dir)
 		if err != nil {
 			return nil, err
 		}
+		rs.folders[filepath.Clean(dir)] = f
 		damaged = append(damaged, f.damaged...)
 		for _, s := range f.units {
 			if s == nil {
@@ -78,13 +88,10 @@ func Collect(dirs ...string) (*Records, error) {
 	}
 	rs.units = all.units
 	var missing []int
-	rs.List = make([]results.RunRecord, n)
 	for k, s := range rs.units {
 		if s == nil {
 			missing = append(missing, k)
-			continue
 		}
-		rs.List[k] = s.rec
 	}
 	if len(missing) > 0 {
 		err := missingError(&rs.Spec, missing, shards)
@@ -133,7 +140,7 @@ func missingError(spec *Spec, missing []int, have []Shard) error {
 // Build computes a sweep's figures from its records: at every point, each
 // strategy's means and confidence half-widths over its runs (as
 // summary.json has them), and its latency over the runs' merged
-// histograms.
+// histograms. It reads the records a point at a time.
 func Build(rs *Records, metric string) (*results.Sweep, error) {
 	spec := &rs.Spec
 	s := &results.Sweep{
@@ -146,22 +153,21 @@ func Build(rs *Records, metric string) (*results.Sweep, error) {
 		StrategyIndexes: spec.Indexes,
 	}
 	per := spec.Runs
-	for p := range spec.Points {
+	err := rs.eachPoint(func(p int, recs []results.RunRecord) error {
 		pt := results.SweepPoint{Index: p, Values: pointValues(spec.Axes, p)}
 		for si, name := range spec.Strategies {
-			k := (p*len(spec.Strategies) + si) * per
-			recs := make([]*results.RunRecord, per)
+			runs := make([]*results.RunRecord, per)
 			figs := make([]results.Figures, per)
 			var events int64
 			for r := range per {
-				recs[r] = &rs.List[k+r]
-				figs[r] = recs[r].Figures
-				events += recs[r].Events
+				runs[r] = &recs[si*per+r]
+				figs[r] = runs[r].Figures
+				events += runs[r].Events
 			}
 			sum := sim.SummarizeFigures(name, figs)
-			pooled, err := results.PooledLatency(recs)
+			pooled, err := results.PooledLatency(runs)
 			if err != nil {
-				return nil, err
+				return err
 			}
 			pt.Strategies = append(pt.Strategies, results.PointSummary{
 				Name:            name,
@@ -175,8 +181,69 @@ func Build(rs *Records, metric string) (*results.Sweep, error) {
 			})
 		}
 		s.Points = append(s.Points, pt)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return s, nil
+}
+
+// eachPoint calls f with each point and its records, strategy by
+// strategy, then run by run: from List, or read from the folders, one
+// point's at a time (the slice is reused for the next point).
+func (rs *Records) eachPoint(f func(p int, recs []results.RunRecord) error) error {
+	spec := &rs.Spec
+	n := len(spec.Strategies) * spec.Runs // units per point
+	if rs.List != nil {
+		if len(rs.List) != spec.Units() {
+			return fmt.Errorf("sweep: %d records for the %d runs of the sweep", len(rs.List), spec.Units())
+		}
+		for p := range spec.Points {
+			if err := f(p, rs.List[p*n:(p+1)*n]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	// A point's records are decoded in parallel, each worker with a
+	// reader of its own: decoding is most of the gathering's time.
+	workers := min(runtime.GOMAXPROCS(0), n)
+	readers := make([]*reader, workers)
+	for w := range readers {
+		readers[w] = newReader()
+		defer readers[w].close()
+	}
+	recs := make([]results.RunRecord, n)
+	errs := make([]error, workers)
+	for p := range spec.Points {
+		var wg sync.WaitGroup
+		for w := range workers {
+			wg.Go(func() {
+				for i := w; i < n; i += workers {
+					s := rs.units[p*n+i]
+					if s == nil {
+						errs[w] = fmt.Errorf("sweep: point %d lacks run %d of its %d", p, i, n)
+						return
+					}
+					rec, err := readers[w].read(s)
+					if err != nil {
+						errs[w] = err
+						return
+					}
+					recs[i] = *rec
+				}
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
+			return err
+		}
+		if err := f(p, recs); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pointValues returns the value of each axis at point p: points go
@@ -218,7 +285,7 @@ func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 	}
 	defer st.Abort()
 	files := []results.File{
-		{Name: "sweep.csv", Write: func(w io.Writer) error { return results.WriteSweepCSV(w, s, rs.List) }},
+		{Name: "sweep.csv", Write: func(w io.Writer) error { return writeCSV(w, s, rs) }},
 		{Name: "sweep.json", Write: func(w io.Writer) error { return results.WriteSweepJSON(w, s) }},
 	}
 	files = append(files, results.ImageFiles(images)...)
@@ -234,6 +301,15 @@ func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 		return err
 	}
 	return st.Commit()
+}
+
+// writeCSV writes sweep.csv, a point's rows at a time.
+func writeCSV(w io.Writer, s *results.Sweep, rs *Records) error {
+	c := results.NewSweepCSV(w, s)
+	if err := rs.eachPoint(func(_ int, recs []results.RunRecord) error { return c.Write(recs) }); err != nil {
+		return err
+	}
+	return c.Flush()
 }
 
 // kept returns the files of the sweep folder dir that its new outputs
@@ -289,14 +365,18 @@ func Merge(out string, rs *Records, metric string, charts Charts) (*results.Swee
 	if err := claim(out, m); err != nil {
 		return nil, err
 	}
-	have, err := readFolder(&rs.Spec, out)
-	if err != nil {
-		return nil, err
+	// out, when it is one of the folders collected (an unsharded sweep
+	// ends so), is known already.
+	have := rs.folders[filepath.Clean(out)]
+	if have == nil {
+		if have, err = readFolder(&rs.Spec, out); err != nil {
+			return nil, err
+		}
 	}
 	if err := have.repair(nil); err != nil {
 		return nil, err
 	}
-	var add [][]byte
+	var add []*stored
 	for k, s := range rs.units {
 		if h := have.units[k]; h != nil {
 			if err := s.same(h); err != nil {
@@ -304,10 +384,13 @@ func Merge(out string, rs *Records, metric string, charts Charts) (*results.Swee
 			}
 			continue
 		}
-		add = append(add, s.data)
+		add = append(add, s)
 	}
 	if len(add) > 0 {
-		if err := writeSegment(filepath.Join(out, "records"), have.next, add); err != nil {
+		rd := newReader()
+		err := writeSegment(filepath.Join(out, "records"), have.next, rd, add)
+		rd.close()
+		if err != nil {
 			return nil, err
 		}
 	}

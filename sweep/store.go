@@ -3,6 +3,7 @@ package sweep
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -45,12 +46,21 @@ const (
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
-// stored is a record as a folder holds it.
+// stored is where a folder holds the record of a unit: its file and the
+// place of its encoding there, with a digest of the encoding (two
+// records of a unit are the same when their digests are) and what
+// messages name it by. The record itself is not kept: it is read again
+// when needed (see reader), a point at a time, so that gathering a
+// sweep takes the memory of a point's records, not of all of them.
 type stored struct {
-	rec  results.RunRecord
-	data []byte // its encoding
-	path string // the file that holds it
-	unit int
+	path     string // the file that holds it
+	off      int64  // where its encoding starts in the file
+	size     int    // the encoding's length
+	sum      [sha256.Size]byte
+	unit     int
+	point    int
+	strategy string
+	run      int
 }
 
 // folder is what a sweep folder's records/ holds: the record of each unit
@@ -144,43 +154,85 @@ type file struct {
 	err     error
 }
 
-// read reads the file's records.
+// read reads the file's records, a frame at a time: a segment holds
+// many, and only their places are kept.
 func (fl *file) read(spec *Spec) {
-	data, err := os.ReadFile(fl.path)
+	f, err := os.Open(fl.path)
 	if err != nil {
 		fl.err = err
 		return
 	}
+	defer f.Close()
 	if !fl.segment {
-		if err := fl.decode(spec, data); err != nil {
+		data, err := io.ReadAll(f)
+		if err != nil {
+			fl.err = err
+			return
+		}
+		if err := fl.decode(spec, data, 0); err != nil {
 			fl.damage = &damage{path: fl.path, err: err}
 		}
 		return
 	}
-	if !bytes.HasPrefix(data, []byte(segmentMagic)) {
-		if v, ok := bytes.CutPrefix(data, []byte("herdlab records ")); ok && bytes.IndexByte(v, '\n') > 0 {
+	r := bufio.NewReaderSize(f, 256<<10)
+	if head, _ := r.Peek(len(segmentMagic)); !bytes.Equal(head, []byte(segmentMagic)) {
+		head, _ = r.Peek(64)
+		if v, ok := bytes.CutPrefix(head, []byte("herdlab records ")); ok && bytes.IndexByte(v, '\n') > 0 {
 			fl.err = fmt.Errorf("%s: records of format version %s; this build of herdlab reads version 1", fl.path, v[:bytes.IndexByte(v, '\n')])
 			return
 		}
 		fl.damage = &damage{path: fl.path, err: errors.New("not a herdlab records file, or cut short")}
 		return
 	}
+	r.Discard(len(segmentMagic))
 	off := int64(len(segmentMagic))
-	for rest := data[off:]; len(rest) > 0; {
-		rec, n, err := nextFrame(rest)
+	var buf []byte
+	for {
+		rec, n, err := readFrame(r, &buf)
+		if err == io.EOF {
+			return
+		}
 		if err == nil {
-			err = fl.decode(spec, rec)
+			err = fl.decode(spec, rec, off+frameHeader)
 		}
 		if err != nil {
 			fl.damage = &damage{path: fl.path, offset: off, err: err}
 			return
 		}
-		rest, off = rest[n:], off+int64(n)
+		off += int64(n)
 	}
 }
 
-// decode decodes a record of the file, encoded in data.
-func (fl *file) decode(spec *Spec, data []byte) error {
+// readFrame reads the next frame from r into *buf, and returns its
+// record and the frame's length; io.EOF at the end of the file.
+func readFrame(r *bufio.Reader, buf *[]byte) (rec []byte, n int, err error) {
+	var h [frameHeader]byte
+	if k, err := io.ReadFull(r, h[:]); err != nil {
+		if k == 0 && err == io.EOF {
+			return nil, 0, io.EOF
+		}
+		return nil, 0, errors.New("cut short")
+	}
+	size := binary.LittleEndian.Uint32(h[:])
+	if size > maxRecordBytes {
+		return nil, 0, fmt.Errorf("a record of %d bytes: garbled", size)
+	}
+	if cap(*buf) < int(size) {
+		*buf = make([]byte, size)
+	}
+	rec = (*buf)[:size]
+	if _, err := io.ReadFull(r, rec); err != nil {
+		return nil, 0, errors.New("cut short")
+	}
+	if crc32.Checksum(rec, castagnoli) != binary.LittleEndian.Uint32(h[4:]) {
+		return nil, 0, errors.New("garbled: its checksum does not match")
+	}
+	return rec, frameHeader + int(size), nil
+}
+
+// decode decodes a record of the file, encoded in data at off, and keeps
+// its place.
+func (fl *file) decode(spec *Spec, data []byte, off int64) error {
 	rec, err := results.ReadRecord(bytes.NewReader(data))
 	if err != nil {
 		return err
@@ -189,7 +241,9 @@ func (fl *file) decode(spec *Spec, data []byte) error {
 	if err != nil {
 		return err
 	}
-	fl.records = append(fl.records, &stored{rec: *rec, data: data, path: fl.path, unit: k})
+	_, si, _ := spec.unit(k)
+	fl.records = append(fl.records, &stored{path: fl.path, off: off, size: len(data), sum: sha256.Sum256(data),
+		unit: k, point: rec.Point, strategy: spec.Strategies[si], run: rec.Run})
 	return nil
 }
 
@@ -206,30 +260,10 @@ func (f *folder) add(s *stored) error {
 
 // same returns an error when s, a record of the same unit as r, differs.
 func (r *stored) same(s *stored) error {
-	if !bytes.Equal(r.data, s.data) {
-		return fmt.Errorf("%s: point %d, %s, run %d differs from the same run in %s: were they run by different versions of herdlab?", s.path, s.rec.Point, s.rec.Strategy, s.rec.Run, r.path)
+	if r.sum != s.sum {
+		return fmt.Errorf("%s: point %d, %s, run %d differs from the same run in %s: were they run by different versions of herdlab?", s.path, s.point, s.strategy, s.run, r.path)
 	}
 	return nil
-}
-
-// nextFrame returns the record of the frame at the start of b and the
-// frame's length.
-func nextFrame(b []byte) (rec []byte, n int, err error) {
-	if len(b) < frameHeader {
-		return nil, 0, errors.New("cut short")
-	}
-	size := binary.LittleEndian.Uint32(b)
-	if size > maxRecordBytes {
-		return nil, 0, fmt.Errorf("a record of %d bytes: garbled", size)
-	}
-	if len(b) < frameHeader+int(size) {
-		return nil, 0, errors.New("cut short")
-	}
-	rec = b[frameHeader : frameHeader+size]
-	if crc32.Checksum(rec, castagnoli) != binary.LittleEndian.Uint32(b[4:]) {
-		return nil, 0, errors.New("garbled: its checksum does not match")
-	}
-	return rec, frameHeader + int(size), nil
 }
 
 // repair removes the damaged parts of the folder's files: it cuts each
@@ -323,22 +357,85 @@ func (s *segment) close() error {
 	return nil
 }
 
-// writeSegment writes recs, records' encodings, as segment n of records,
-// whole: a temporary file renamed into place once durable.
-func writeSegment(records string, n int, recs [][]byte) error {
+// writeSegment writes the records of recs, read by rd, as segment n of
+// records, whole: a temporary file renamed into place once durable.
+func writeSegment(records string, n int, rd *reader, recs []*stored) error {
 	name := fmt.Sprintf("%s%06d%s", segmentPrefix, n, segmentExt)
 	return results.WriteFile(filepath.Join(records, name), func(w io.Writer) error {
 		s := &segment{w: bufio.NewWriter(w)}
 		if _, err := s.w.WriteString(segmentMagic); err != nil {
 			return err
 		}
-		for _, rec := range recs {
-			if err := s.append(rec); err != nil {
+		for _, st := range recs {
+			data, err := rd.data(st)
+			if err != nil {
+				return err
+			}
+			if err := s.append(data); err != nil {
 				return err
 			}
 		}
 		return s.w.Flush()
 	})
+}
+
+// reader reads records again from their places in their folders' files,
+// checking that each is still the record read before. Its segment files
+// stay open until close; an older folder's record files are opened for
+// each read. A reader is used by one goroutine.
+type reader struct {
+	files map[string]*os.File
+	buf   []byte
+}
+
+func newReader() *reader { return &reader{files: map[string]*os.File{}} }
+
+// data returns the encoding of the record s, valid until the next call.
+func (rd *reader) data(s *stored) ([]byte, error) {
+	if cap(rd.buf) < s.size {
+		rd.buf = make([]byte, s.size)
+	}
+	buf := rd.buf[:s.size]
+	f := rd.files[s.path]
+	if f == nil {
+		var err error
+		if f, err = os.Open(s.path); err != nil {
+			return nil, err
+		}
+		if strings.HasSuffix(s.path, segmentExt) {
+			rd.files[s.path] = f
+		} else {
+			defer f.Close()
+		}
+	}
+	if _, err := f.ReadAt(buf, s.off); err != nil {
+		return nil, fmt.Errorf("reading point %d, %s, run %d again from %s: %w", s.point, s.strategy, s.run, s.path, err)
+	}
+	if sha256.Sum256(buf) != s.sum {
+		return nil, fmt.Errorf("%s: point %d, %s, run %d changed while the sweep was gathered", s.path, s.point, s.strategy, s.run)
+	}
+	return buf, nil
+}
+
+// read returns the record s.
+func (rd *reader) read(s *stored) (*results.RunRecord, error) {
+	data, err := rd.data(s)
+	if err != nil {
+		return nil, err
+	}
+	rec, err := results.ReadRecord(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", s.path, err)
+	}
+	return rec, nil
+}
+
+// close closes the files the reader keeps open.
+func (rd *reader) close() {
+	for _, f := range rd.files {
+		f.Close()
+	}
+	clear(rd.files)
 }
 
 // syncDir makes dir's entries durable: the names of the files created in

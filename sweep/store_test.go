@@ -1,6 +1,8 @@
 package sweep
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -31,8 +33,10 @@ func frames(t *testing.T, path string) ([]int64, int64) {
 	require.NoError(t, err)
 	require.True(t, strings.HasPrefix(string(data), segmentMagic))
 	var offs []int64
+	r := bufio.NewReader(bytes.NewReader(data[len(segmentMagic):]))
+	var buf []byte
 	for off := int64(len(segmentMagic)); off < int64(len(data)); {
-		_, n, err := nextFrame(data[off:])
+		_, n, err := readFrame(r, &buf)
 		require.NoError(t, err)
 		offs = append(offs, off)
 		off += int64(n)
@@ -113,7 +117,8 @@ func TestAUnitInTwoFoldersMustBeTheSame(t *testing.T) {
 	}
 	rs, err := Collect(a, b)
 	require.NoError(t, err, "the same runs twice are the same records")
-	assert.Len(t, rs.List, plan.Spec.Units())
+	assert.Len(t, rs.units, plan.Spec.Units())
+	assert.NotContains(t, rs.units, (*stored)(nil))
 
 	// The eighth record of b (point 1, full-jitter, run 1) changed, with a checksum to match: another version of
 	// herdlab, say.
@@ -148,13 +153,17 @@ func TestOlderFoldersStillRead(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(old, "manifest.json"), []byte(readFile(t, filepath.Join(dir, "manifest.json"))), 0o644))
 	rs, err := Collect(dir)
 	require.NoError(t, err)
+	rd := newReader()
+	defer rd.close()
 	for k, s := range rs.units {
 		if k == 11 {
 			continue // missing
 		}
 		p, st, r := plan.Spec.unit(k)
 		name := filepath.Join(old, "records", fmt.Sprintf("p%05d-s%02d-r%04d.json", p, st, r))
-		require.NoError(t, os.WriteFile(name, s.data, 0o644))
+		data, err := rd.data(s)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(name, data, 0o644))
 	}
 	st, err := plan.Run(context.Background(), old, Options{})
 	require.NoError(t, err)

@@ -15,7 +15,8 @@ import (
 // progress shows a progress bar on a terminal for work that takes more
 // than a couple of seconds, with the time elapsed since the work began
 // and an estimate of the time left; on anything else it shows nothing. A
-// nil *progress is silent.
+// nil *progress is silent. Once the bar shows, its last line stays when
+// the work ends: 100% and "done", or how far it came and "stopped".
 type progress struct {
 	done  atomic.Int64
 	note  atomic.Pointer[string] // shown after the title, when set
@@ -54,7 +55,6 @@ func showProgress(w io.Writer, title string, total int, delay, every time.Durati
 			progressbar.OptionSetPredictTime(false),
 			progressbar.OptionSetElapsedTime(false),
 			progressbar.OptionShowDescriptionAtLineEnd(),
-			progressbar.OptionClearOnFinish(),
 		)
 		var est eta
 		note := ""
@@ -63,8 +63,23 @@ func showProgress(w io.Writer, title string, total int, delay, every time.Durati
 		for {
 			select {
 			case <-p.stop:
-				bar.Set(total)
-				bar.Finish()
+				// The last line stays: 100% and "done" when all the
+				// work was done, else how far it came.
+				if n := p.note.Swap(nil); n != nil {
+					note = " " + *n
+				}
+				done := int(p.done.Load())
+				end := ", stopped"
+				if done >= total {
+					end = ", done"
+				}
+				bar.Describe(title + note + " " + roundTime(time.Since(start)).String() + end)
+				if done >= total {
+					bar.Finish()
+				} else {
+					bar.Set(done)
+				}
+				fmt.Fprintln(w)
 				return
 			case <-tick.C:
 				done := int(p.done.Load())
@@ -74,7 +89,7 @@ func showProgress(w io.Writer, title string, total int, delay, every time.Durati
 					note = " " + *n
 				}
 				left, ok := est.left(total)
-				bar.Set(done)
+				bar.Set(min(done, total-1)) // 100% is for finish, which says done
 				bar.Describe(title + note + " " + timing(elapsed, left, ok))
 			}
 		}

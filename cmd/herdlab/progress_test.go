@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -10,6 +12,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
 )
 
 func TestProgressIsSilentOffATerminal(t *testing.T) {
@@ -95,4 +100,47 @@ func (b *syncBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
+}
+
+// TestProgressEndsAtDoneWhenTheWorkEndsEarly: a herd's runs end when
+// their last request is finished, at a sixth of their horizon; the bar's
+// last line says 100% and done, and stays (it was cleared, after sitting
+// at the share of the horizon passed).
+func TestProgressEndsAtDoneWhenTheWorkEndsEarly(t *testing.T) {
+	sc, err := scenarios.Parse("herd.yaml", []byte(`
+duration: 15m
+server: {concurrency: 100, service_time: {dist: exponential, mean: 100ms}, queue: 1000, outages: [{start: 0s, duration: 30s, mode: refuse}]}
+workload: {requests: 20000, arrival: {kind: burst, at: 0s}}
+strategies: [{name: full-jitter, backoff: {kind: full-jitter, base: 1s, cap: 60s}, max_attempts: 10, timeout: 10s}]
+`))
+	require.NoError(t, err)
+	var buf syncBuffer
+	p := showProgress(&buf, "herd", sim.ProgressUnits, 0, time.Millisecond)
+	res, err := sim.Run(context.Background(), sc, sim.Options{Progress: p.add})
+	require.NoError(t, err)
+	require.NotNil(t, res.Runs[0].Completion)
+	require.Less(t, *res.Runs[0].Completion, sc.Duration/2, "the work ends early")
+	p.finish()
+	out := buf.String()
+	require.True(t, strings.HasSuffix(out, "\n"), "the last line stays: %q", out)
+	lines := strings.FieldsFunc(out, func(r rune) bool { return r == '\r' || r == '\n' })
+	last := lines[len(lines)-1]
+	assert.Contains(t, last, "100%", last)
+	assert.Regexp(t, `herd \d+s, done\s*$`, last)
+}
+
+// TestProgressSaysStopped: work cut short does not end at 100%.
+func TestProgressSaysStopped(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var buf syncBuffer
+		p := showProgress(&buf, "herd", 100, 0, 100*time.Millisecond)
+		p.add(40)
+		time.Sleep(time.Second)
+		p.finish()
+		lines := strings.FieldsFunc(buf.String(), func(r rune) bool { return r == '\r' || r == '\n' })
+		last := lines[len(lines)-1]
+		assert.Contains(t, last, "40%", last)
+		assert.NotContains(t, last, "100%", last)
+		assert.Regexp(t, `herd 1s, stopped\s*$`, last)
+	})
 }

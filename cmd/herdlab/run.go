@@ -28,7 +28,10 @@ the charts (load, recovery, latency, queue, amplification), report.md
 and a self-contained report.html into the output folder (default
 out/NAME/; with several files and --out DIR, DIR/NAME/).
 Every file is checked before anything runs: bad input exits 2 and writes
-nothing.`,
+nothing. On a terminal, work of more than 2 s shows a progress bar with
+the time left: it measures the runs' work (the requests finished against
+the events they took), not simulated time, since a run ends as soon as
+its last request is finished, often long before its duration.`,
 	usage: "FILE.yaml... [flags]",
 	flags: func(fs *flag.FlagSet) {
 		fs.StringP("out", "o", "", "output folder (default out/NAME)")
