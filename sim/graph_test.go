@@ -573,6 +573,7 @@ strategies:
 // miss fills the key, and the reads in the next T hit, Poisson(rT) of
 // them, so the hit ratio is rT / (1 + rT): 1/2 at rT = 1.
 func TestCacheTTLHitRatio(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, `
 duration: 2m
 services:
