@@ -2,7 +2,7 @@
 # Needs only Go (see go.mod for the version) and make; make test also
 # wants chromium, node and redis-server for the browser, WebAssembly and
 # Redis tests, which skip without them, saying so (docs/development.md).
-# make test (about 6 minutes on 2 cores), make test-long (5 more), make
+# make test (about 11 minutes on 2 cores), make test-long (4 more), make
 # check, make bench, make fuzz: each target's comment says what it does.
 
 GO        ?= go
@@ -26,8 +26,9 @@ build:
 install:
 	$(GO) install -ldflags "-X main.version=$(VERSION)" ./cmd/herdlab
 
-# test: what a change must pass; about 6 minutes on a quiet 2-core
-# machine (docs/development.md, "Tests", has the figures). In turn:
+# test: what a change must pass; about 11 minutes on a quiet 2-core
+# machine, with Go's build cache warm (docs/development.md, "Tests",
+# has the figures of each step and how they were measured). In turn:
 #   lint: gofmt and go vet;
 #   1. every package (but web/wasm, which runs Node.js) with the race
 #      detector, two at a time: the tests of servers, drivers, parallel
@@ -62,8 +63,8 @@ test: lint
 # agreement tests (real-mode.yaml and the three-layer graph replayed
 # against the simulation, in-process and against herdlab serve; a herd
 # of 50,000), the claims of the shipped scenarios at their own runs,
-# 300 random scenarios, a sweep of 10,000 points. About 5 minutes on a
-# quiet 2-core machine, mostly wall time. LONG_TESTS and LONG_PKGS must
+# 300 random scenarios, a sweep of 10,000 points. About 4 minutes on a
+# 2-core machine, mostly the real-HTTP tests' wall time. LONG_TESTS and LONG_PKGS must
 # name every test that calls testing.Short and its package:
 # internal/maketest checks that they do.
 LONG_TESTS := TestReplayAgreesWithTheSimulation TestReplayAgreesWithTheSimulationAgainstServe \
