@@ -1,5 +1,9 @@
 # herdlab: a lab for thundering herds.
-# Needs only Go (see go.mod for the version) and make.
+# Needs only Go (see go.mod for the version) and make; make test also
+# wants chromium, node and redis-server for the browser, WebAssembly and
+# Redis tests, which skip without them, saying so (docs/development.md).
+# make test (about 11 minutes on 2 cores), make test-long (4 more), make
+# check, make bench, make fuzz: each target's comment says what it does.
 
 GO        ?= go
 BIN       := bin/herdlab
@@ -7,7 +11,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build install test check bench demo docs docs-into docs-check lint fuzz clean ui site assets release image
+.PHONY: all build install test test-long test-skips check bench demo docs docs-into docs-check lint fuzz clean ui site assets release image
 
 all: build
 
@@ -24,23 +28,70 @@ build:
 install:
 	$(GO) install -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" ./cmd/herdlab
 
-# test: formatting, vet, every test with the race detector, then the
-# tests that need real time undistorted by it (the real-HTTP agreement and
-# timing) or are too slow under it (the metastable phase diagram, the
-# AWS adaptive client against a reference of the SDK's loop, herdtest's
-# byte-for-byte reproducibility at GOMAXPROCS 1 and 2), one
-# package at a time (-p 1) so that none takes the others' cores.
-# The WebAssembly test (web/wasm) and the browser tests (web: a headless
-# Chromium against herdlab ui and the static site) keep a core busy for a
-# minute: they run in the second, sequential step, not beside the
-# timing-sensitive real-HTTP tests of the first. Last, the examples
-# module (examples/clients, a module of its own so that herdlab does not
-# depend on the retry libraries it runs through herdtest): its tests.
+# test: what a change must pass; about 11 minutes on a quiet 2-core
+# machine, with Go's build cache warm (docs/development.md, "Tests",
+# has the figures of each step and how they were measured). In turn:
+#   lint: gofmt and go vet;
+#   1. every package (but web/wasm, which runs Node.js) with the race
+#      detector, two at a time: the tests of servers, drivers, parallel
+#      runs and sweeps, whose races it finds. The single-goroutine
+#      statistical tests it would slow fivefold to tenfold without
+#      finding anything skip under it (skipUnderRace) and run in step 2;
+#   2. every package again without the detector, one at a time (-p 1),
+#      so that the tests of real time (the real-HTTP timing, the
+#      browser tests in a headless Chromium, the WebAssembly build under
+#      Node.js) have the cores to themselves. It runs whole packages, so
+#      that no test skipped under the detector can fall between the steps;
+#   3. the examples module (examples/clients, a module of its own so that
+#      herdlab does not depend on the retry libraries it runs through
+#      herdtest): its tests.
+# Steps 1 and 2 pass -short: the tests that do less with it (the
+# real-HTTP agreement tests, minutes of wall time; the shipped
+# scenarios' claims at fewer runs) run in full in make test-long, which
+# CI runs too. A group of tests that cannot run here (no chromium, node,
+# redis-server or docker) skips: make test says which, first and last.
+# The -timeouts are generous for a loaded machine: a hung test fails,
+# a slow one does not.
 test: lint
-	$(GO) test -race -count=1 -timeout 15m $$($(GO) list ./... | grep -v /web/wasm)
-	$(GO) test -count=1 -p 1 -timeout 10m -run "TestAWSAdaptiveSendsWhatTheSDKSends|TestAWSAdaptiveFollowsTheRateLimit|TestReplayAgreesWithTheSimulation|TestGraphReplayAgreesWithTheSimulation|TestDriverTimingGapMedian|TestMetastablePhaseDiagram|TestFinishedRunsFreeTheirWorld|TestEstimateCoversTheRuns|TestASignalStopsEveryPhase|TestShippedScenariosKeepTheirOutputs|TestWebAssemblyMatchesTheCLI|TestInTheBrowser|TestReportInTheBrowser|TestTheSameSeedWritesTheSameBytes|TestAGraphWritesTheSameBytes" ./cmd/herdlab ./realhttp ./sweep ./sim ./herdtest ./web/wasm ./web
+	@$(MAKE) --no-print-directory test-skips
+	$(GO) test -race -short -count=1 -timeout 20m $$($(GO) list ./... | grep -v /web/wasm)
+	$(GO) test -short -count=1 -p 1 -timeout 20m ./...
 	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
-	cd examples/clients && $(GO) test -count=1 -timeout 5m ./...
+	cd examples/clients && $(GO) test -count=1 -timeout 10m ./...
+	@$(MAKE) --no-print-directory test-skips
+
+# test-long: the tests that make test's -short shortens, in full and
+# without the race detector, one package at a time: the real-HTTP
+# agreement tests (real-mode.yaml and the three-layer graph replayed
+# against the simulation, in-process and against herdlab serve; a herd
+# of 50,000), the claims of the shipped scenarios at their own runs,
+# 300 random scenarios, a sweep of 10,000 points. About 4 minutes on a
+# 2-core machine, mostly the real-HTTP tests' wall time. LONG_TESTS and LONG_PKGS must
+# name every test that calls testing.Short and its package:
+# internal/maketest checks that they do.
+LONG_TESTS := TestReplayAgreesWithTheSimulation TestReplayAgreesWithTheSimulationAgainstServe \
+	TestReplayAgreesWithTheSimulationOrSaysSoAt50000Requests TestGraphReplayAgreesWithTheSimulation \
+	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries
+LONG_PKGS  := ./cmd/herdlab ./scenarios ./sim
+empty :=
+space := $(empty) $(empty)
+test-long:
+	$(GO) test -count=1 -p 1 -timeout 20m -run '^($(subst $(space),|,$(strip $(LONG_TESTS))))$$' $(LONG_PKGS)
+
+# test-skips: a line for each group of tests that cannot run on this
+# machine and skips (or, with its HERDLAB_REQUIRE_* set, as .ci/run sets
+# them, fails), and how to get what it needs.
+test-skips:
+	@if [ -z "$$HERDLAB_REQUIRE_CHROMIUM" ] && ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		echo "make test: skipping web's browser tests: chromium not found (Debian: apt-get install chromium)"; fi
+	@if [ -z "$$HERDLAB_REQUIRE_NODE" ] && ! command -v node >/dev/null 2>&1; then \
+		echo "make test: skipping web/wasm's WebAssembly test: node not found (Debian: apt-get install nodejs)"; fi
+	@if [ -z "$$HERDLAB_REQUIRE_REDIS" ] && ! command -v redis-server >/dev/null 2>&1; then \
+		echo "make test: skipping the tests that kill and restart Redis (realhttp, cmd/herdlab): redis-server not found (Debian: apt-get install redis-server)"; fi
+	@if [ -z "$$HERDLAB_REDIS_URL" ]; then \
+		echo "make test: skipping realhttp's tests on a running Redis store: HERDLAB_REDIS_URL is not set (.ci/run starts a redis-server and sets it)"; fi
+	@if ! docker info >/dev/null 2>&1; then \
+		echo "make test: skipping the container image test: no docker daemon answers docker info"; fi
 
 # release: herdlab for every OS and CPU of a release, with the Go
 # toolchain alone (CGO_ENABLED=0, -trimpath, VERSION and COMMIT stamped),

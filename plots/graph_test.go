@@ -173,6 +173,7 @@ func TestGraphSVG(t *testing.T) {
 }
 
 func TestGraphDeterministic(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	s, runs := graphFixture(2)
 	for _, o := range []Options{{}, {Width: 500, Height: 300}, {Format: "svg"}} {
@@ -209,6 +210,7 @@ func TestSingleServerHasNoGraphCharts(t *testing.T) {
 
 // TestGraphEdgeCases draws what little a graph's results may hold.
 func TestGraphEdgeCases(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	tests := []struct {
 		name string

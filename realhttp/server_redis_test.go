@@ -24,11 +24,15 @@ import (
 
 // redisStore returns a store on the Redis that HERDLAB_REDIS_URL names
 // (.ci/run installs and starts one on loopback, with appendonly yes);
-// without it the test is skipped, saying so.
+// without it the test is skipped, saying so, or fails when
+// HERDLAB_REQUIRE_REDIS is set (.ci/run sets both).
 func redisStore(t *testing.T) *RedisStore {
 	t.Helper()
 	url := os.Getenv("HERDLAB_REDIS_URL")
 	if url == "" {
+		if os.Getenv("HERDLAB_REQUIRE_REDIS") != "" {
+			t.Fatal("HERDLAB_REDIS_URL is not set, and HERDLAB_REQUIRE_REDIS is set: the store's tests need a running Redis")
+		}
 		t.Skip("HERDLAB_REDIS_URL is not set: start a redis-server on loopback and set it to redis://127.0.0.1:6379/0 (.ci/run does)")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -76,6 +76,7 @@ func TestRetriesMultiplyAcrossLayers(t *testing.T) {
 // at each layer follow A_1 = 1 + p + ... + p^N, f_1 = p^(N+1),
 // A_(k+1) = A_k (1 + f_k + ... + f_k^N), f_(k+1) = f_k^(N+1).
 func TestLayerAttemptsMatchTheRecursion(t *testing.T) {
+	skipUnderRace(t)
 	const n, N = 40_000, 3
 	geo := func(f float64) float64 { // 1 + f + ... + f^N
 		s := 0.0
@@ -107,6 +108,7 @@ func TestLayerAttemptsMatchTheRecursion(t *testing.T) {
 // and needs all k succeeds with probability (1-p)^k per try; with a
 // quorum of 1, with 1-p^k.
 func TestFanOutNeedsEveryCopy(t *testing.T) {
+	skipUnderRace(t)
 	const n, k, p = 20_000, 3, 0.2
 	for _, c := range []struct {
 		quorum int
@@ -181,7 +183,13 @@ func TestRandomGraphsConserveAndRepeat(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 7))
 	balancers := []string{"round-robin", "random", "least-outstanding", "power-of-two-choices"}
 	modes := []string{"refuse", "timeout", "error"}
-	for n := range 40 {
+	graphs := 40
+	if raceDetector {
+		// The detector watches the parallel runs of the first graphs;
+		// make test's second step, without it, checks all 40.
+		graphs = 5
+	}
+	for n := range graphs {
 		var b strings.Builder
 		fmt.Fprintf(&b, "name: random-%d\nseed: %d\nduration: 3m\nruns: 2\nnetwork: {latency: {dist: exponential, mean: 2ms}}\nservices:\n", n, n+1)
 		services := 2 + r.IntN(4)
@@ -322,6 +330,7 @@ func attemptsIn(r *results.Run, k, from, to int) float64 {
 // the backing service 1-h of the reads; while it is flushed, all of
 // them: 1/(1-h) = 10 times as many at 90%.
 func TestCacheFlushMultipliesTheLoad(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, `
 duration: 2m
 services:
@@ -350,6 +359,7 @@ strategies:
 // fails fills nothing, so the cache stays cold after the flush ends
 // (metastable), until the load falls below what the database serves.
 func TestColdCacheStaysCold(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, `
 duration: 6m
 services:
@@ -389,6 +399,7 @@ func share(st results.StrategySummary, name string, r int) float64 {
 // traffic (the sinkhole); power-of-two-choices with outlier detection
 // ejects it and sends it little.
 func TestLoadBalancerSinkhole(t *testing.T) {
+	skipUnderRace(t)
 	run := func(balancer, health string) results.StrategySummary {
 		_, res := runGraph(t, fmt.Sprintf(`
 duration: 2m
@@ -523,6 +534,7 @@ strategies:
 // as deep as the queue (which would pass the 32 MB stack this test
 // allows: the binary would crash).
 func TestOpenBreakerDrainsALongQueueWithoutRecursion(t *testing.T) {
+	skipUnderRace(t)
 	defer debug.SetMaxStack(debug.SetMaxStack(32 << 20))
 	_, res := runGraph(t, `
 duration: 2m
@@ -561,6 +573,7 @@ strategies:
 // miss fills the key, and the reads in the next T hit, Poisson(rT) of
 // them, so the hit ratio is rT / (1 + rT): 1/2 at rT = 1.
 func TestCacheTTLHitRatio(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, `
 duration: 2m
 services:

@@ -135,6 +135,11 @@ var libraryChecks = map[string]func(t *testing.T, l *libraryRun){
 }
 
 func TestScenarioLibrary(t *testing.T) {
+	// Each scenario's runs are simulations, one goroutine each, whose
+	// worker pool the detector checks in the many other tests that call
+	// Run; it would slow these sevenfold, for nothing to find (they were
+	// most of the sim package's 324 s under it, on 2 cores).
+	skipUnderRace(t)
 	files, err := filepath.Glob("../scenarios/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

@@ -27,6 +27,7 @@ func steady(run *results.Run, from int, field func(b results.Bucket) int64) floa
 // settles elsewhere: with p = (sent - K accepts)/sent and sent =
 // offered (1 - p), sent^2 = K x accepts x offered.
 func TestAdaptiveThrottlingAtSteadyOverload(t *testing.T) {
+	skipUnderRace(t)
 	for _, tc := range []struct {
 		throttle string
 		k        float64
@@ -241,6 +242,7 @@ strategies:
 // + 0.75^2 + 0.75^3 = 2.73); in a closed loop a client that backs off
 // sends its next request later, so backoff cuts the calls made in all.
 func TestClosedLoopBackoffCutsTheWork(t *testing.T) {
+	skipUnderRace(t)
 	const (
 		open   = "{senders: 100, arrival: {kind: poisson, rate: 1000, per_sender: true}}"
 		closed = "{clients: {count: 100, think_time: 100ms}}"
@@ -288,6 +290,7 @@ strategies:
 // 99th percentile of latency falls by 40% or more (173 ms to 95: a slow
 // first copy is overtaken by its hedge).
 func TestHedgingCutsTheTail(t *testing.T) {
+	skipUnderRace(t)
 	_, res := runGraph(t, hedgeScenario("concurrency: unlimited", `
   - {name: plain, backoff: {kind: none}, max_attempts: 1}
   - {name: hedged, backoff: {kind: none}, max_attempts: 1, hedge: {delay: p95}}
@@ -314,6 +317,7 @@ func TestHedgingCutsTheTail(t *testing.T) {
 // the fleet's p99; with cancel and a queue at the database, the losing
 // copies leave the queue (the services' conservation checks hold).
 func TestHedgingOnACallEdge(t *testing.T) {
+	skipUnderRace(t)
 	graph := func(db, retry string) string {
 		return fmt.Sprintf(`
 name: hedge-graph

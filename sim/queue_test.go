@@ -570,6 +570,7 @@ func TestQueueNoAllocs(t *testing.T) {
 // of work (see wheelQueue.check) are good: a few distinct times per loaded
 // slot, few events from overflow, few empty bitmap words scanned.
 func TestQueueWheelAdapts(t *testing.T) {
+	skipUnderRace(t)
 	tests := []struct {
 		dist    string
 		pending int

@@ -12,5 +12,5 @@ const raceDetector = true
 // test's first step: make test's second step runs it without.
 func skipUnderRace(t *testing.T) {
 	t.Helper()
-	t.Skip("runs in make test's second step, without the race detector: a single-goroutine simulation the detector slows sevenfold (a minute)")
+	t.Skip("runs in make test's second step, without the race detector: single-goroutine simulations, which the detector slows sevenfold and finds nothing in")
 }

@@ -228,6 +228,12 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 	if testing.Short() {
 		n = 50
 	}
+	if raceDetector {
+		// The detector watches the parallel runs of the first
+		// scenarios; make test's second step, without it, checks 50
+		// and make test-long all 300.
+		n = 10
+	}
 	for k := range n {
 		sc := randomScenario(r)
 		require.NoError(t, sc.Validate(), "scenario %d", k)

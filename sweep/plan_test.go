@@ -21,6 +21,7 @@ import (
 // such points, 5 s now), and its digest and worst point are those of the
 // points built whole.
 func TestPlanBuildsWhatVaries(t *testing.T) {
+	skipUnderRace(t)
 	sc, err := scenarios.Parse("big.yaml", bigSweep(10))
 	require.NoError(t, err)
 	var p *Plan

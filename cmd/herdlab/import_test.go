@@ -22,6 +22,7 @@ import (
 // prints in place of each from: runs to the same outputs as the
 // scenario itself.
 func TestImportThenRunIsFrom(t *testing.T) {
+	skipUnderRace(t)
 	files, err := filepath.Glob("../../scenarios/configs/*.yaml")
 	require.NoError(t, err)
 	require.NotEmpty(t, files)

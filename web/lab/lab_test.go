@@ -183,6 +183,7 @@ func TestRunRefusesRetriesThatNeverWait(t *testing.T) {
 }
 
 func TestRunsInPartsSummariseAsOne(t *testing.T) {
+	skipUnderRace(t)
 	// The static site's workers each run some units, in any order, and
 	// one summarises: summary.json and the chart data are Run's, for a
 	// single server, runs > 1, a graph and the AWS adaptive limiter's
