@@ -26,9 +26,7 @@ import (
 // that of N runs; had it held every record, it would grow by at least
 // the 3N records' encodings.
 func TestGatheringTakesThePointsInFlight(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a sweep of 200 runs")
-	}
+	skipUnderRace(t) // one goroutine gathers; the detector's shadow memory would blur the heap
 	sc, err := scenarios.Parse("heavy.yaml", []byte(`
 seed: 1
 runs: 2
