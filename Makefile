@@ -2,7 +2,7 @@
 # Needs only Go (see go.mod for the version) and make; make test also
 # wants chromium, node and redis-server for the browser, WebAssembly and
 # Redis tests, which skip without them, saying so (docs/development.md).
-# make test (about 11 minutes on 2 cores), make test-long (4 more), make
+# make test (about 7 minutes on 2 cores), make test-long (4 more), make
 # check, make bench, make fuzz: each target's comment says what it does.
 
 GO        ?= go
@@ -11,7 +11,7 @@ SCENARIO  ?= scenarios/thundering-herd.yaml
 BENCHCOUNT ?= 6
 FUZZTIME  ?= 10s
 
-.PHONY: all build install test test-long test-skips check bench demo docs docs-into docs-check lint fuzz clean ui site assets release image
+.PHONY: all build install test test-race test-plain test-long test-skips check bench demo docs docs-into docs-check lint fuzz clean ui site assets release image
 
 all: build
 
@@ -28,20 +28,26 @@ build:
 install:
 	$(GO) install -ldflags "-X main.version=$(VERSION) -X main.commit=$(COMMIT)" ./cmd/herdlab
 
-# test: what a change must pass; about 11 minutes on a quiet 2-core
+# test: what a change must pass; about 7 minutes on a quiet 2-core
 # machine, with Go's build cache warm (docs/development.md, "Tests",
 # has the figures of each step and how they were measured). In turn:
 #   lint: gofmt and go vet;
+#   1 and 2, at once (test-race and test-plain), a package at a time each:
 #   1. every package (but web/wasm, which runs Node.js) with the race
-#      detector, two at a time: the tests of servers, drivers, parallel
+#      detector: the tests of servers, drivers, parallel
 #      runs and sweeps, whose races it finds. The single-goroutine
 #      statistical tests it would slow fivefold to tenfold without
 #      finding anything skip under it (skipUnderRace) and run in step 2;
-#   2. every package again without the detector, one at a time (-p 1),
-#      so that the tests of real time (the real-HTTP timing, the
-#      browser tests in a headless Chromium, the WebAssembly build under
-#      Node.js) have the cores to themselves. It runs whole packages, so
-#      that no test skipped under the detector can fall between the steps;
+#   2. every package again without the detector: the
+#      tests skipped under it, the browser tests in a headless Chromium,
+#      the WebAssembly build under Node.js, and the rest once more. It
+#      runs whole packages, so that no test skipped under the detector
+#      can fall between the steps; but for ALONE_PKGS (realhttp), whose
+#      tests all ran under the detector but those of real time
+#      (ALONE_TESTS: the driver's timing), which run after both, alone,
+#      with the cores to themselves. internal/maketest
+#      checks that ALONE_TESTS names every test of ALONE_PKGS that skips
+#      under the detector;
 #   3. the examples module (examples/clients, a module of its own so that
 #      herdlab does not depend on the retry libraries it runs through
 #      herdtest): its tests.
@@ -52,13 +58,23 @@ install:
 # redis-server or docker) skips: make test says which, first and last.
 # The -timeouts are generous for a loaded machine: a hung test fails,
 # a slow one does not.
+ALONE_PKGS  := ./realhttp
+ALONE_TESTS := TestDriverTimingGapMedian
 test: lint
 	@$(MAKE) --no-print-directory test-skips
-	$(GO) test -race -short -count=1 -timeout 20m $$($(GO) list ./... | grep -v /web/wasm)
-	$(GO) test -short -count=1 -p 1 -timeout 20m ./...
+	@$(MAKE) --no-print-directory -j2 -Oline test-race test-plain
+	$(GO) test -short -count=1 -p 1 -timeout 10m -run '^($(subst $(space),|,$(strip $(ALONE_TESTS))))$$' $(ALONE_PKGS)
 	@echo "examples/clients: real Go retry libraries (go-retryablehttp, cenkalti/backoff, failsafe-go, grpc-go) through herdtest"
 	cd examples/clients && $(GO) test -count=1 -timeout 10m ./...
 	@$(MAKE) --no-print-directory test-skips
+
+# test-race and test-plain: make test's steps 1 and 2, which it runs at
+# once, a package at a time each, so that both cores stay busy to the end
+# of both.
+test-race:
+	$(GO) test -race -short -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -v /web/wasm)
+test-plain:
+	$(GO) test -short -count=1 -p 1 -timeout 20m $$($(GO) list ./... | grep -v $(foreach p,$(ALONE_PKGS),-e '$(patsubst ./%,/%,$(p))$$'))
 
 # test-long: the tests that make test's -short shortens, in full and
 # without the race detector, one package at a time: the real-HTTP

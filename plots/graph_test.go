@@ -127,6 +127,7 @@ func graphFixture(runs int) (*results.Summary, []*results.Run) {
 }
 
 func TestRenderGraph(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	s, runs := graphFixture(2)
 	tests := []struct {
@@ -188,6 +189,7 @@ func TestGraphDeterministic(t *testing.T) {
 }
 
 func TestSingleServerHasNoGraphCharts(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	s, runs := fixture(1)
 	charts, err := Render(s, runs, Options{})
@@ -549,6 +551,7 @@ func TestEllipsis(t *testing.T) {
 }
 
 func TestServiceOutages(t *testing.T) {
+	skipUnderRace(t)
 	s, _ := graphFixture(1)
 	g := newGraphLayout(s)
 	// The fixture's outage names no service: the target's.

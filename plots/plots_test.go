@@ -26,6 +26,7 @@ var update = flag.Bool("update", false, "rewrite the golden images in testdata")
 var chartNames = []string{"load", "recovery", "latency", "queue", "amplification"}
 
 func TestRenderPNG(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	s, runs := fixture(3)
 	for _, size := range [][2]int{{0, 0}, {500, 200}} {
@@ -65,6 +66,7 @@ func TestRenderSVG(t *testing.T) {
 }
 
 func TestDeterministic(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	s, runs := fixture(3)
 	for _, o := range []Options{{Width: 600, Height: 400}, {Format: "svg"}, {Overlay: true, Width: 400, Height: 300}} {
@@ -106,6 +108,7 @@ func TestBadSummary(t *testing.T) {
 // runs, nothing delivered, no outage, unlimited capacity, every strategy
 // never recovered, many strategies.
 func TestEdgeCases(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	many, manyRuns := bigFixture(11, 120)
 	for i := range many.Strategies {

@@ -393,6 +393,7 @@ func TestSweepEdgeCases(t *testing.T) {
 }
 
 func TestSweepDeterministic(t *testing.T) {
+	skipUnderRace(t)
 	t.Parallel()
 	for _, s := range []*results.Sweep{lineSweep(), gridSweep()} {
 		for _, o := range []Options{{Width: 600, Height: 400}, {Format: "svg"}} {

@@ -214,6 +214,7 @@ func TestValidateGoScenario(t *testing.T) {
 }
 
 func TestTooManyNodes(t *testing.T) {
+	skipUnderRace(t)
 	// 200,000 list items fit in a megabyte; the decoder stops at maxNodes.
 	data := "server: {concurrency: 1}\nworkload: {requests: 1}\nstrategies:\n  - name: a\n    backoff: {kind: none}\n    retry_on: [" +
 		strings.Repeat("x,", 200_000) + "x]\n"

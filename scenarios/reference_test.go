@@ -195,6 +195,7 @@ workload: {requests: 100, arrival: {kind: burst, at: 1s}}
 // mapping of the everything files in turn: the decoder refuses each, and
 // so must the schema.
 func TestSchemaRefusesUnknownKeysEverywhere(t *testing.T) {
+	skipUnderRace(t)
 	schema := compiledSchema(t)
 	files, err := filepath.Glob("testdata/valid/everything*.yaml")
 	require.NoError(t, err)
@@ -237,6 +238,7 @@ func nodes(n *yaml.Node, keep func(*yaml.Node) bool) []*yaml.Node {
 // value of the everything files in turn (a duration, a number, a name,
 // an item of a list): the decoder refuses each, and so must the schema.
 func TestSchemaRefusesAWrongTypeEverywhere(t *testing.T) {
+	skipUnderRace(t)
 	schema := compiledSchema(t)
 	files, err := filepath.Glob("testdata/valid/everything*.yaml")
 	require.NoError(t, err)

@@ -263,6 +263,7 @@ func mixedOffset(r *rand.Rand) time.Duration {
 }
 
 func TestQueueDifferential(t *testing.T) {
+	skipUnderRace(t)
 	tests := []struct {
 		name string
 		run  func(d *diffRun, r *rand.Rand)
@@ -402,6 +403,7 @@ func TestQueueDifferential(t *testing.T) {
 }
 
 func TestQueueReusedAfterRelease(t *testing.T) {
+	skipUnderRace(t)
 	// Queues of small runs, released and taken again by newWheelQueue,
 	// pop in the reference's order run after run: nothing of a run is
 	// left for the next but memory. Some runs are large enough to use

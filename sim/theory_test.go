@@ -160,6 +160,7 @@ func attemptTimes(step time.Duration, cells, attempts int, lo, hi func(k int) ti
 }
 
 func TestJitterMatchesConvolvedAttemptTimes(t *testing.T) {
+	skipUnderRace(t)
 	const (
 		requests = 200_000
 		attempts = 6

@@ -365,6 +365,7 @@ func TestTheUICapsItsRuns(t *testing.T) {
 }
 
 func TestTheUISharesItsMemory(t *testing.T) {
+	skipUnderRace(t)
 	// One budget for every run in flight: runs that each fit it alone,
 	// asked at once, get it one at a time, the others 429 with the
 	// figures; the process stays under the budget.

@@ -70,6 +70,7 @@ func TestEverythingFilesValidate(t *testing.T) {
 }
 
 func TestInit(t *testing.T) {
+	skipUnderRace(t)
 	c := jsonschema.NewCompiler()
 	schema, err := c.Compile("../../docs/scenario.schema.json")
 	require.NoError(t, err)

@@ -89,6 +89,7 @@ func TestFewerRunsAtOnceWhenMemoryIsShort(t *testing.T) {
 // exit 1, naming the strategy, and the output folder of an earlier run
 // is left whole.
 func TestEventBudgetStopsARunaway(t *testing.T) {
+	skipUnderRace(t)
 	dir := t.TempDir()
 	file := writeScenario(t, dir, "spin.yaml", `name: spin
 server:
@@ -124,6 +125,7 @@ strategies:
 // every command that would run it (it burned 110 s of CPU to reach the
 // event budget), and by validate; the other strategies still run alone.
 func TestRetrySpinIsRefusedUpFront(t *testing.T) {
+	skipUnderRace(t)
 	dir := t.TempDir()
 	file := writeScenario(t, dir, "spin.yaml", `name: spin
 server:
