@@ -48,6 +48,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeontools/herdlab/internal/editdist"
 )
 
 func init() {
@@ -391,7 +393,7 @@ func awsNearMisses(file string, s *iniSection) []Hazard {
 			if _, ok := s.get(f); ok {
 				continue
 			}
-			if editDistance(k.key, f) <= 2 || strings.ReplaceAll(k.key, "-", "_") == f {
+			if editdist.Levenshtein(k.key, f) <= 2 || strings.ReplaceAll(k.key, "-", "_") == f {
 				out = append(out, Hazard{Rule: HazardIgnoredField, Pos: Pos{File: file, Line: k.line, Col: k.col, Path: "[" + s.header + "] " + k.key},
 					Msg: fmt.Sprintf("%q is not a setting, and the SDKs ignore it: did you mean %s?", k.written, f)})
 			}

@@ -36,6 +36,8 @@ import (
 	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/zeontools/herdlab/internal/editdist"
 )
 
 func init() {
@@ -867,34 +869,13 @@ func nearMisses(n *yaml.Node, known []string) map[string]*yaml.Node {
 			if slices.Contains(known, key.Value) || strings.EqualFold(key.Value, f) {
 				continue
 			}
-			if d := editDistance(strings.ToLower(key.Value), strings.ToLower(f)); d <= 2 && len(f) > 4 {
+			if d := editdist.Levenshtein(strings.ToLower(key.Value), strings.ToLower(f)); d <= 2 && len(f) > 4 {
 				out[f] = key
 				break
 			}
 		}
 	}
 	return out
-}
-
-// editDistance is the Levenshtein distance of a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // dflt is the position of a default filled in for the object n.

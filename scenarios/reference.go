@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/zeontools/herdlab/internal/editdist"
 )
 
 // Field is one field of the scenario format, as the reference describes
@@ -415,29 +417,9 @@ func LookupField(ref []*Field, path string) (*Field, []string, bool) {
 // distance is the Levenshtein distance between a and b, counted also
 // against b's last part alone (so that a misspelt last part is near).
 func distance(a, b string) int {
-	d := levenshtein(a, b)
+	d := editdist.Levenshtein(a, b)
 	if i := strings.LastIndexByte(a, '.'); i >= 0 {
-		d = min(d, levenshtein(a[i+1:], b)+1)
+		d = min(d, editdist.Levenshtein(a[i+1:], b)+1)
 	}
 	return d
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
