@@ -330,15 +330,27 @@ func heapGoals(t *testing.T, gogc string, args ...string) []int {
 	cmd.Stderr = &stderr
 	require.NoError(t, cmd.Run(), stderr.String())
 	trace := stderr.String()
-	inits := regexp.MustCompile(`(?m)^init .*$`).FindAllStringIndex(trace, -1)
+	// The collections that started after the last package's init, when
+	// main has set the floor: a collection that started during the inits
+	// may end, and print its line, after them (its marking is concurrent,
+	// and slower on a busy machine), so the lines are told apart by when
+	// each started (gc N @S s), not by where they are printed.
+	inits := regexp.MustCompile(`(?m)^init \S+ @([\d.]+) ms, ([\d.]+) ms clock`).FindAllStringSubmatch(trace, -1)
 	require.NotEmpty(t, inits, "inittrace")
-	trace = trace[inits[len(inits)-1][1]:] // after the last package's init
+	last := inits[len(inits)-1]
+	at, err := strconv.ParseFloat(last[1], 64)
+	require.NoError(t, err)
+	took, err := strconv.ParseFloat(last[2], 64)
+	require.NoError(t, err)
+	initsEnd := (at + took) / 1000 // seconds
 	var goals []int
-	for _, m := range regexp.MustCompile(`(?m)^gc \d+ .* (\d+) MB goal.*$`).FindAllStringSubmatch(trace, -1) {
-		if strings.Contains(m[0], "(forced)") {
+	for _, m := range regexp.MustCompile(`(?m)^gc \d+ @([\d.]+)s .* (\d+) MB goal.*$`).FindAllStringSubmatch(trace, -1) {
+		start, err := strconv.ParseFloat(m[1], 64)
+		require.NoError(t, err)
+		if strings.Contains(m[0], "(forced)") || start < initsEnd {
 			continue
 		}
-		goal, err := strconv.Atoi(m[1])
+		goal, err := strconv.Atoi(m[2])
 		require.NoError(t, err)
 		goals = append(goals, goal)
 	}
