@@ -1,7 +1,12 @@
-// Package sim is the discrete-event simulator: the engine on a virtual
-// clock and the models of server, senders, dispatcher and dead-letter
-// queue. It runs a scenario with the strategies package and returns
-// results.
-//
-// It is filled in with the simulator issue.
+// Package sim is herdlab's discrete-event simulator. Run simulates every
+// strategy of a scenario, each over its runs, on a virtual clock: the
+// engine (a timing wheel of events, requests kept compact, the requests
+// of the events ahead prefetched), a fleet of senders with their
+// retries, breakers, budgets and throttles (package strategies), and the
+// server they call, or a graph of services with replicas, balancers,
+// queue disciplines, caches and retries on every call edge. Runs are
+// deterministic: the same scenario and seed give the same figures,
+// whatever the parallelism. It returns package results' runs and
+// summaries; Estimate and Fit say what runs will take in memory before
+// they start.
 package sim
