@@ -510,7 +510,11 @@ func TestAValidationStopsWhenItsPageGoes(t *testing.T) {
 	cancelled := time.Now()
 	<-done
 	require.Eventually(t, func() bool { return inFlight.Load() == 0 }, whole, time.Millisecond, "the validation stopped with its request")
-	assert.Less(t, time.Since(cancelled), whole/3, "stopped soon after its request ended (a whole validation takes %v)", whole)
+	// Cancelled a tenth of the way in, a validation that went on would
+	// end about 0.9 of a whole one later; half of one leaves room for a
+	// machine busier than when whole was measured (make test runs
+	// another package beside this one).
+	assert.Less(t, time.Since(cancelled), whole/2, "stopped soon after its request ended (a whole validation takes %v)", whole)
 	before := cpuTime(t)
 	time.Sleep(time.Second)
 	assert.Less(t, cpuTime(t)-before, 300*time.Millisecond, "no work goes on")
