@@ -134,12 +134,12 @@ func (g *graph) try(c int32) {
 	cl.state = stInFlight
 	cl.arrived = -1
 	if g.copies != nil {
+		// The first hedge is scheduled before the first copy is sent,
+		// which may be answered at once.
 		g.copies[c] = callCopies{base: cl.tag + 1}
-	}
-	g.sendCopy(c)
-	if g.copies != nil {
 		g.scheduleHedge(c)
 	}
+	g.sendCopy(c)
 }
 
 // sendCopy sends a copy of call c's attempt in flight now (its first,
@@ -168,9 +168,27 @@ func (g *graph) sendCopy(c int32) {
 		cp.sentAt[k], cp.until[k], cp.replica[k], cp.job[k], cp.jobGen[k], cp.arrived[k] = g.now, cl.until, r, j, g.jobs[j].gen, -1
 		cp.sent++
 	}
+	// The caller's timeout is set when the attempt reaches its replica
+	// and its answer may come too late (see expire).
+	if g.latency.zero() {
+		g.atService(j)
+		return
+	}
 	g.q.push(g.now+g.latency.sample(g.rNet), gAtService, j, g.jobs[j].gen)
-	if cl.until < g.horizon {
-		g.q.push(cl.until, gTimeout, c, cl.tag)
+}
+
+// expire makes the caller of attempt tag of call c give it up when its
+// time is up, unless an answer comes first. It is called once for an
+// attempt, when it reaches its replica and its answer may come after
+// that time: not for an answer that comes in time at once, so that an
+// attempt served without delay costs no event for its timeout.
+func (g *graph) expire(c, tag int32) {
+	cl := &g.calls[c]
+	if !g.live(cl, c, tag) {
+		return
+	}
+	if until := g.untilOf(cl, c, tag); until < g.horizon {
+		g.q.push(max(until, g.now), gTimeout, c, tag)
 	}
 }
 
@@ -207,9 +225,19 @@ func (g *graph) lookup(s *service, c int32) bool {
 }
 
 // reply sends the answer o to attempt tag of call c: it reaches the
-// caller after the network's return hop.
-func (g *graph) reply(c, tag int32, o strategies.Outcome) {
-	g.q.push(g.now+g.latency.sample(g.rNet), gResponse+uint8(o), c, tag)
+// caller after the network's return hop, at once without one. timed
+// says whether the caller's timeout is set already (see expire): if not,
+// and the answer would come too late, it is set now.
+func (g *graph) reply(c, tag int32, o strategies.Outcome, timed bool) {
+	if g.latency.zero() {
+		g.response(c, tag, o)
+		return
+	}
+	at := g.now + g.latency.sample(g.rNet)
+	if !timed && at > g.untilOf(&g.calls[c], c, tag) {
+		g.expire(c, tag)
+	}
+	g.q.push(at, gResponse+uint8(o), c, tag)
 }
 
 // response is the answer o to attempt tag of call c reaching its caller

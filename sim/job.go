@@ -51,20 +51,39 @@ func (g *graph) waiting(j int32) (waiting, same bool) {
 	return same && g.live(cl, jb.call, jb.tag), same
 }
 
-// answer sends job j's answer o to its caller and frees the job.
+// answer frees job j and sends its answer o to its caller.
 func (g *graph) answer(j int32, o strategies.Outcome) {
 	jb := &g.jobs[j]
-	if e := &g.edges[jb.edge]; g.copies != nil && o == strategies.Success && e.policy.Hedge != nil && e.policy.Hedge.Percentile > 0 {
-		// Every copy's latency, whether or not its caller still waits
-		// (it may have moved on: its call's place reused): the
-		// service's, unbiased by which copy won.
-		at := g.now + g.latency.sample(g.rNet)
-		e.policy.Observe(e.sender(jb.sender), at-jb.sentAt)
-		g.q.push(at, gResponse+uint8(o), jb.call, jb.tag)
-	} else {
-		g.reply(jb.call, jb.tag, o)
-	}
+	c, tag, timed := jb.call, jb.tag, jb.timed
+	e := &g.edges[jb.edge]
+	observe := g.copies != nil && o == strategies.Success && e.policy.Hedge != nil && e.policy.Hedge.Percentile > 0
+	sender, sentAt := jb.sender, jb.sentAt
 	g.freeJob(j)
+	if !observe {
+		g.reply(c, tag, o, timed)
+		return
+	}
+	// Every copy's latency, whether or not its caller still waits (it
+	// may have moved on: its call's place reused): the service's,
+	// unbiased by which copy won.
+	at := g.now + g.latency.sample(g.rNet)
+	e.policy.Observe(e.sender(sender), at-sentAt)
+	if at == g.now {
+		g.response(c, tag, o)
+		return
+	}
+	if !timed && at > g.untilOf(&g.calls[c], c, tag) {
+		g.expire(c, tag)
+	}
+	g.q.push(at, gResponse+uint8(o), c, tag)
+}
+
+// timeJob sets the timeout of job j's caller (see expire): its answer
+// may come too late.
+func (g *graph) timeJob(j int32) {
+	jb := &g.jobs[j]
+	jb.timed = true
+	g.expire(jb.call, jb.tag)
 }
 
 // atService is job j's attempt reaching its replica now.
@@ -95,6 +114,7 @@ func (g *graph) atService(j int32) {
 		case scenarios.ErrorMode:
 			g.answer(j, strategies.ServerError)
 		default: // timeout: no answer; the caller gives up
+			g.timeJob(j)
 			g.freeJob(j)
 		}
 		return
@@ -125,8 +145,20 @@ func (g *graph) atService(j int32) {
 		return
 	}
 	rep := &s.replicas[r]
-	if rep.busy < s.capacity(g.now, int(r)) {
-		g.start(j)
+	// A queued job goes first: an attempt made while a job's answer is
+	// handled (its caller's next call, sent at once) may find a slot
+	// free before the queue is served.
+	if rep.busy < s.capacity(g.now, int(r)) && rep.queue.len() == 0 {
+		gen := jb.gen
+		if !g.start(j) {
+			return
+		}
+		// The caller waits for the answer past its time unless the
+		// job is the local work alone, done in time, answered at once.
+		// (A job that ended at once, its calls refused, is answered.)
+		if jb := &g.jobs[j]; jb.gen == gen && !(len(s.steps) == 1 && g.latency.zero() && jb.doneAt <= g.untilOf(&g.calls[jb.call], jb.call, jb.tag)) {
+			g.timeJob(j)
+		}
 		return
 	}
 	if s.limit >= 0 && rep.queue.len() >= s.limit {
@@ -142,6 +174,7 @@ func (g *graph) atService(j int32) {
 	s.queueChange(g.now, r, 1)
 	rep.queue.push(j)
 	jb.state = jobQueued
+	g.timeJob(j)
 }
 
 // cachedOutcome is an idempotent service's answer to a repeat of a call
@@ -209,7 +242,8 @@ func (g *graph) proceed(j int32) {
 			if f := s.slow(g.now, int(jb.replica)); f != 1 {
 				d = clampSample(float64(d) * f)
 			}
-			g.q.push(g.now+d, gWorkDone, j, jb.gen)
+			jb.doneAt = g.now + d
+			g.q.push(jb.doneAt, gWorkDone, j, jb.gen)
 			return
 		}
 		if g.startStep(j, st) {
@@ -286,8 +320,18 @@ func (g *graph) endJob(j int32, o strategies.Outcome) {
 	}
 	s.replicas[r].busy--
 	s.busy--
-	g.answer(j, o)
+	// The replica takes its next job as the slot frees, before the
+	// answer reaches anyone or what its caller then does (cancel a copy
+	// queued here) reaches the replica. With a network, the answer is on
+	// its way (its delay drawn first, as it always was) when the next
+	// job starts; without one, it arrives at once, so it is sent after.
+	if !g.latency.zero() {
+		g.answer(j, o)
+		s.startQueued(g, r)
+		return
+	}
 	s.startQueued(g, r)
+	g.answer(j, o)
 }
 
 // expireJob drops job j, whose propagated deadline has passed while it

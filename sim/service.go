@@ -90,8 +90,10 @@ type job struct {
 	outer        time.Duration // the fleet's deadline above it
 	queuedAt     time.Duration // when it reached its replica
 	sentAt       time.Duration // when its caller sent it
+	doneAt       time.Duration // when its local work ends, once started
 	edge, sender int32         // its call's edge and sender, for a percentile hedge delay
 	state        uint8
+	timed        bool // its caller's timeout is set (see graph.expire)
 }
 
 // The states of a job.

@@ -1,0 +1,96 @@
+//go:build !race
+
+package sim
+
+import (
+	"bytes"
+	"context"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
+)
+
+// TestOneServiceGraphAgreesWithTheServer runs every shipped single-server
+// scenario on the single-server engine and, written as a graph of one
+// service, on the graph engine, and compares their outputs byte for byte
+// (summary.json without the engine's wall time, and timeseries.csv).
+func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
+	files, err := filepath.Glob("../scenarios/*.yaml")
+	require.NoError(t, err)
+	read, err := filepath.Glob("../scenarios/configs/*.yaml")
+	require.NoError(t, err)
+	for _, file := range append(files, read...) {
+		sc, err := scenarios.Load(file)
+		require.NoError(t, err)
+		if sc.Graph() || sc.Server.Model == scenarios.ModelOCC || sc.Workload.Workers > 0 || sc.DLQ.Replay != nil {
+			continue
+		}
+		t.Run(sc.Name, func(t *testing.T) {
+			want, err := Run(context.Background(), sc, Options{})
+			require.NoError(t, err)
+			g := oneService(sc)
+			var runs []*results.Run
+			for s := range sc.Strategies {
+				for r := range sc.Runs {
+					run, err := RunOne(context.Background(), g, s, r, nil, 0)
+					require.NoError(t, err)
+					run.Services, run.Edges = nil, nil
+					runs = append(runs, run)
+				}
+			}
+			got := &Result{Summary: Summary(sc, runs), Runs: runs}
+			wj, wt := outputs(t, sc, want)
+			gj, gt := outputs(t, sc, got)
+			if line := firstDiff(wj, gj); line != "" {
+				t.Errorf("summary.json differs: %s", line)
+			}
+			if why, ok := answeredIn[sc.Name]; ok {
+				// Every figure the same but where answers are counted.
+				require.NotEqual(t, wt, gt, "%s: the engines agree now: drop it from answeredIn (%s)", sc.Name, why)
+				wt, gt = withoutAnswers(wt), withoutAnswers(gt)
+			}
+			if line := firstDiff(wt, gt); line != "" {
+				t.Errorf("timeseries.csv differs: %s", line)
+			}
+		})
+	}
+}
+
+// answeredIn names the scenarios whose time series differ in where an
+// answer is counted (the ok and not_ok columns: the bucket its attempt
+// reached the server in), and why.
+var answeredIn = map[string]string{
+	"hedging-latch": "the single-server engine counts a hedged attempt's answer in the bucket its latest copy reached the server in; the graph engine in the bucket of the copy answered",
+}
+
+// withoutAnswers blanks timeseries.csv's ok and not_ok columns.
+func withoutAnswers(ts []byte) []byte {
+	var out bytes.Buffer
+	for line := range strings.Lines(string(ts)) {
+		f := strings.Split(line, ",")
+		f[10], f[11] = "", ""
+		out.WriteString(strings.Join(f, ","))
+	}
+	return out.Bytes()
+}
+
+// firstDiff returns the first line where a and b differ, both ways; ""
+// when they are the same.
+func firstDiff(a, b []byte) string {
+	if bytes.Equal(a, b) {
+		return ""
+	}
+	al, bl := strings.Split(string(a), "\n"), strings.Split(string(b), "\n")
+	for i := range min(len(al), len(bl)) {
+		if al[i] != bl[i] {
+			return "server " + al[i] + " | graph " + bl[i] + " (line " + strconv.Itoa(i+1) + ")"
+		}
+	}
+	return "lengths differ"
+}
