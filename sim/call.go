@@ -41,30 +41,121 @@ func (e *edge) sender(i int32) *strategies.Sender {
 }
 
 // call is one caller's request to a service, retried by its edge's
-// policy: a request of the fleet (job < 0), or one copy of a downstream
-// call made by a job.
+// policy: a request of the fleet (flagFleet), or one copy of a
+// downstream call made by a job. It is 48 bytes, as a run of a million
+// requests holds a million of them and touches them in no particular
+// order: what only some graphs need lives in slices beside the calls
+// (see sides), allocated only then.
 type call struct {
-	retry    strategies.Request
-	permit   strategies.Permit
 	created  time.Duration
 	sentAt   time.Duration // when the attempt in flight was sent
-	until    time.Duration // when its caller gives the attempt in flight up
-	deadline time.Duration // the propagated bound on every attempt; noDeadline without
-	outer    time.Duration // the deadline of the fleet's attempt above it; noDeadline for a fleet request
-	id       uint32        // one more for every call made: tells a call from a later one in its place
-	job      int32         // the job waiting for it; -1 for a fleet request
-	sibling  int32         // the next call of the same job, -1 for none
+	attempts int32         // its strategies.Request's Attempts
+	backoffK int32         // and Backoff.K (see graph.retryState)
 	tag      int32         // the attempt in flight; never reset, so events of an earlier call in this place are stale
-	edge     int32
-	sender   int32 // its caller's index among the edge's senders
-	replica  int32 // the replica of the attempt in flight
-	arrived  int32 // the bucket in which the attempt in flight reached its service, -1 if it has not
+	sender   int32         // its caller's index among the edge's senders
+	arrived  int32         // the bucket in which the attempt in flight reached its service, -1 if it has not
 	hint     uint32
-	key      int32 // the key it reads, with a cache in front of its service; -1 without
-	slot     int16 // its call's tally in the job's step
+	edge     int16
+	replica  int16 // the replica of the attempt in flight, -1 for the cache's answer
 	state    uint8
 	reason   strategies.Reason
-	flags    uint8 // flagStarted, flagProcessed: at the service called
+	flags    uint8 // flagFleet; flagStarted, flagProcessed: at the service called
+}
+
+// flagFleet marks a call that is a request of the fleet.
+const flagFleet = flagWorker << 1
+
+// sides are the parts of the calls that only some graphs need, a slice
+// each, indexed as the calls are; nil where the graph does not need it.
+type sides struct {
+	memory  []retryMemory       // when a policy reads more than its attempts and backoff step
+	permits []strategies.Permit // with a breaker
+	links   []callLink          // when a service calls others
+	keys    []int32             // with a cache: the key each call reads
+}
+
+// callLink is what a downstream call knows of the job that made it.
+type callLink struct {
+	deadline time.Duration // the propagated bound on every attempt; noDeadline without
+	outer    time.Duration // the deadline of the fleet's attempt above it
+	id       uint32        // one more for every call made: tells a call from a later one in its place
+	job      int32         // the job waiting for it
+	sibling  int32         // the next call of the same job, -1 for none
+	slot     int16         // its call's tally in the job's step
+}
+
+// fleetCall reports whether call cl is a request of the fleet.
+func (cl *call) fleetCall() bool { return cl.flags&flagFleet != 0 }
+
+// addCall appends a call, and its sides, and returns its index.
+func (g *graph) addCall() int32 {
+	c := int32(len(g.calls))
+	g.calls = append(g.calls, call{})
+	if g.copies != nil {
+		g.copies = append(g.copies, callCopies{})
+	}
+	if g.memory != nil {
+		g.memory = append(g.memory, retryMemory{})
+	}
+	if g.permits != nil {
+		g.permits = append(g.permits, strategies.Permit{})
+	}
+	if g.links != nil {
+		g.links = append(g.links, callLink{deadline: noDeadline, outer: noDeadline, job: -1, sibling: -1})
+	}
+	if g.keys != nil {
+		g.keys = append(g.keys, -1)
+	}
+	return c
+}
+
+// retryState puts call c's strategies.Request together, from the parts
+// the graph keeps, in g.retry, and returns it for a call to its policy;
+// setRetryState keeps what the call changed (see world.retryState).
+func (g *graph) retryState(c int32) *strategies.Request {
+	cl := &g.calls[c]
+	q := &g.retry
+	*q = strategies.Request{Attempts: cl.attempts, Backoff: strategies.BackoffState{K: cl.backoffK}}
+	if g.memory != nil {
+		m := &g.memory[c]
+		q.First, q.Backoff.Prev, q.Cost = m.first, m.prev, m.cost
+	}
+	return q
+}
+
+// setRetryState keeps g.retry as call c's strategies.Request.
+func (g *graph) setRetryState(c int32) {
+	cl, q := &g.calls[c], &g.retry
+	cl.attempts, cl.backoffK = q.Attempts, q.Backoff.K
+	if g.memory != nil {
+		g.memory[c] = retryMemory{first: q.First, prev: q.Backoff.Prev, cost: q.Cost}
+	}
+}
+
+// deadline returns the propagated bound on every attempt of call c;
+// noDeadline for a request of the fleet.
+func (g *graph) deadline(c int32) time.Duration {
+	if g.links == nil || g.calls[c].fleetCall() {
+		return noDeadline
+	}
+	return g.links[c].deadline
+}
+
+// until returns when the caller of call c's attempt in flight gives it
+// up: its timeout, or its propagated deadline if that comes first;
+// noDeadline for the cache's answer.
+func (g *graph) until(cl *call, c int32) time.Duration {
+	if cl.replica < 0 {
+		return noDeadline
+	}
+	until := noDeadline
+	if t := g.edges[cl.edge].policy.Timeout; t > 0 {
+		until = cl.sentAt + t
+	}
+	if g.propagate {
+		until = min(until, g.deadline(c))
+	}
+	return until
 }
 
 // The states of a call beyond a request's.
@@ -79,18 +170,19 @@ func (g *graph) newCall(e int32, j int32, slot int) int32 {
 	if n := len(g.freeCalls); n > 0 {
 		c = g.freeCalls[n-1]
 		g.freeCalls = g.freeCalls[:n-1]
-	} else {
-		c = int32(len(g.calls))
-		g.calls = append(g.calls, call{})
-		if g.copies != nil {
-			g.copies = append(g.copies, callCopies{})
+		if g.memory != nil {
+			g.memory[c] = retryMemory{}
 		}
+	} else {
+		c = g.addCall()
 	}
 	jb := &g.jobs[j]
 	cl := &g.calls[c]
-	*cl = call{tag: cl.tag, id: g.nextID(), job: j, edge: e, slot: int16(slot), created: g.now,
-		deadline: jb.deadline, outer: jb.outer, sibling: jb.calls, sender: jb.replica, arrived: -1, state: stWaiting,
-		key: g.key(g.edges[e].callee)}
+	*cl = call{tag: cl.tag, edge: int16(e), created: g.now, sender: jb.replica, arrived: -1, state: stWaiting}
+	g.links[c] = callLink{id: g.nextID(), job: j, slot: int16(slot), deadline: jb.deadline, outer: jb.outer, sibling: jb.calls}
+	if g.keys != nil {
+		g.keys[c] = g.key(g.edges[e].callee)
+	}
 	jb.calls = c
 	return c
 }
@@ -106,16 +198,17 @@ func (g *graph) nextID() uint32 {
 func (g *graph) try(c int32) {
 	cl := &g.calls[c]
 	e := &g.edges[cl.edge]
-	if g.propagate && g.now >= cl.deadline {
+	if g.propagate && g.now >= g.deadline(c) {
 		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 		return
 	}
 	if s := &g.services[e.callee]; s.cache != nil && g.lookup(s, c) {
 		return
 	}
-	permit, d, ok := e.policy.Begin(e.sender(cl.sender), &cl.retry, g.now, g.rRetry)
+	permit, d, ok := e.policy.Begin(e.sender(cl.sender), g.retryState(c), g.now, g.rRetry)
+	g.setRetryState(c)
 	if !ok {
-		if cl.job < 0 {
+		if cl.fleetCall() {
 			switch d.Local {
 			case strategies.ShortCircuit:
 				g.run.ShortCircuited++
@@ -129,7 +222,9 @@ func (g *graph) try(c int32) {
 		g.decide(c, d)
 		return
 	}
-	cl.permit = permit
+	if g.permits != nil {
+		g.permits[c] = permit
+	}
 	cl.hint = 0 // an earlier attempt's hint is none for this one
 	cl.state = stInFlight
 	cl.arrived = -1
@@ -150,22 +245,15 @@ func (g *graph) sendCopy(c int32) {
 	g.run.Edges[cl.edge].Attempts++
 	cl.tag++
 	cl.sentAt = g.now
-	cl.until = noDeadline
-	if t := e.policy.Timeout; t > 0 {
-		cl.until = g.now + t
-	}
-	if g.propagate {
-		cl.until = min(cl.until, cl.deadline)
-	}
 	s := &g.services[e.callee]
 	r := s.pick(g)
-	cl.replica = r
+	cl.replica = int16(r)
 	s.replicas[r].outstanding++
 	j := g.newJob(c, int32(e.callee), r)
 	if g.copies != nil {
 		cp := &g.copies[c]
 		k := cp.sent
-		cp.sentAt[k], cp.until[k], cp.replica[k], cp.job[k], cp.jobGen[k], cp.arrived[k] = g.now, cl.until, r, j, g.jobs[j].gen, -1
+		cp.sentAt[k], cp.until[k], cp.replica[k], cp.job[k], cp.jobGen[k], cp.arrived[k] = g.now, g.until(cl, c), r, j, g.jobs[j].gen, -1
 		cp.sent++
 	}
 	// The caller's timeout is set when the attempt reaches its replica
@@ -209,7 +297,7 @@ func (g *graph) lookup(s *service, c int32) bool {
 	k := g.current()
 	s.stats.CacheLookups++
 	s.stats.Cache[k].Lookups++
-	if !s.cache.Lookup(g.now, cl.key) {
+	if !s.cache.Lookup(g.now, g.keys[c]) {
 		return false
 	}
 	s.stats.CacheHits++
@@ -219,7 +307,6 @@ func (g *graph) lookup(s *service, c int32) bool {
 	cl.sentAt = g.now
 	cl.arrived = -1
 	cl.replica = -1
-	cl.until = noDeadline
 	g.q.push(g.now+g.latency.sample(g.rNet)+g.latency.sample(g.rNet), gCacheHit, c, cl.tag)
 	return true
 }
@@ -272,18 +359,24 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 		res.Pushback, res.HasPushback = *s.cfg.FailurePushback, true
 	}
 	cl.hint = 0
-	if cl.job < 0 && o != strategies.Success {
+	if cl.fleetCall() && o != strategies.Success {
 		g.run.Series[g.current()].Failed++
 	}
 	var d strategies.Decision
-	if sd := e.sender(cl.sender); cl.job < 0 && g.fleet.rates.throttle != nil {
+	var permit strategies.Permit
+	if g.permits != nil {
+		permit = g.permits[c]
+	}
+	if sd := e.sender(cl.sender); cl.fleetCall() && g.fleet.rates.throttle != nil {
 		r0, on0 := g.fleet.rates.rate(sd)
-		d = e.policy.Done(sd, &cl.retry, cl.permit, g.now, res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c), permit, g.now, res, g.rRetry)
 		g.fleet.rates.changed(sd, r0, on0)
 	} else {
-		d = e.policy.Done(sd, &cl.retry, cl.permit, g.now, res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c), permit, g.now, res, g.rRetry)
 	}
-	if d.Reason == strategies.BudgetDenied && cl.job < 0 && e.policy.Budget.HeldByGroup() {
+	g.setRetryState(c)
+	cl = &g.calls[c]
+	if d.Reason == strategies.BudgetDenied && cl.fleetCall() && e.policy.Budget.HeldByGroup() {
 		g.run.SharedBudgetDenied++
 	}
 	cl.state = stWaiting
@@ -297,20 +390,21 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 func (g *graph) copyCounted(c int32, o strategies.Outcome) *service {
 	cl := &g.calls[c]
 	s := &g.services[g.edges[cl.edge].callee]
-	s.replicas[cl.replica].outstanding--
-	s.observe(g.now, cl.replica, o)
+	r := int32(cl.replica)
+	s.replicas[r].outstanding--
+	s.observe(g.now, r, o)
 	if cl.arrived >= 0 {
 		k := min(int(cl.arrived), len(g.run.Series)-1)
-		s.bucket(cl.replica, k, func(b *results.Bucket) { classify(b, o) })
-		if cl.job < 0 {
+		s.bucket(r, k, func(b *results.Bucket) { classify(b, o) })
+		if cl.fleetCall() {
 			classify(&g.run.Series[k], o)
 		}
 		if o == strategies.Success {
-			s.count(cl.replica, func(r *results.ServiceRun) { r.OK++ })
+			s.count(r, func(r *results.ServiceRun) { r.OK++ })
 		}
 	}
-	if o == strategies.Success && s.cache != nil && cl.key >= 0 {
-		s.cache.Fill(g.now, cl.key, g.rCache)
+	if o == strategies.Success && s.cache != nil && g.keys[c] >= 0 {
+		s.cache.Fill(g.now, g.keys[c], g.rCache)
 	}
 	return s
 }
@@ -335,26 +429,26 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 	switch d.Action {
 	case strategies.Deliver:
 		cl.state = stDelivered
-		if cl.job < 0 {
+		if cl.fleetCall() {
 			g.fleet.delivered(g, c)
 		} else {
 			g.callDone(c, true)
 		}
 	case strategies.Retry:
-		if g.propagate && g.now+d.Wait >= cl.deadline {
+		if g.propagate && g.now+d.Wait >= g.deadline(c) {
 			// The retry would start after the deadline: no one would
 			// wait for its answer.
 			g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 			return
 		}
 		cl.state = stWaiting
-		if cl.job < 0 {
+		if cl.fleetCall() {
 			g.fleet.delayed++
 		}
 		g.q.push(g.now+d.Wait, gTry, c, cl.tag)
 	case strategies.DeadLetter:
 		cl.state, cl.reason = stDead, d.Reason
-		if cl.job < 0 {
+		if cl.fleetCall() {
 			g.fleet.deadLetter(g, c)
 		} else {
 			g.callDone(c, false)
@@ -404,9 +498,9 @@ func (g *graph) startStep(j int32, st step) bool {
 // callDone is call c of a job succeeding (ok) or failing for good: its
 // tally decides when the step is over.
 func (g *graph) callDone(c int32, ok bool) {
-	cl := &g.calls[c]
-	j := cl.job
-	t := &g.tallies[int(j)*g.maxGroup+int(cl.slot)]
+	ln := &g.links[c]
+	j := ln.job
+	t := &g.tallies[int(j)*g.maxGroup+int(ln.slot)]
 	if t.done {
 		return
 	}
@@ -418,7 +512,7 @@ func (g *graph) callDone(c int32, ok bool) {
 	switch {
 	case t.ok >= t.need:
 		t.done = true
-		g.cancelRest(j, cl.slot)
+		g.cancelRest(j, ln.slot)
 		jb := &g.jobs[j]
 		jb.pending--
 		if jb.pending == 0 {
@@ -439,11 +533,11 @@ func (g *graph) callDone(c int32, ok bool) {
 func (g *graph) cancelRest(j int32, slot int16) {
 	for c := g.jobs[j].calls; c >= 0; {
 		cl := &g.calls[c]
-		if cl.slot == slot && (cl.state == stInFlight || cl.state == stWaiting) {
+		if g.links[c].slot == slot && (cl.state == stInFlight || cl.state == stWaiting) {
 			g.cancel(c)
 			cl.state = stCancelled
 		}
-		c = cl.sibling
+		c = g.links[c].sibling
 	}
 }
 
@@ -457,7 +551,7 @@ func (g *graph) cancelCalls(j int32) {
 		g.cancel(c)
 		cl.state = stFree
 		g.freeCalls = append(g.freeCalls, c)
-		c = cl.sibling
+		c = g.links[c].sibling
 	}
 	jb.calls = -1
 }
@@ -479,7 +573,8 @@ func (g *graph) cancel(c int32) {
 		}
 	}
 	if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
-		e.policy.Cancel(e.sender(cl.sender), &cl.retry, cl.state == stInFlight && cl.replica >= 0)
+		e.policy.Cancel(e.sender(cl.sender), g.retryState(c), cl.state == stInFlight && cl.replica >= 0)
+		g.setRetryState(c)
 	}
 	cl.tag++
 }

@@ -43,7 +43,7 @@ func (g *graph) live(cl *call, c, tag int32) bool {
 // untilOf returns when the caller of attempt tag of call c gives it up.
 func (g *graph) untilOf(cl *call, c, tag int32) time.Duration {
 	if g.copies == nil || cl.replica < 0 {
-		return cl.until
+		return g.until(cl, c)
 	}
 	cp := &g.copies[c]
 	return cp.until[min(max(tag-cp.base, 0), int32(len(cp.until)-1))]
@@ -70,10 +70,12 @@ func (g *graph) hedgeDue(c, base int32) {
 		return
 	}
 	e := &g.edges[cl.edge]
-	if !e.policy.AllowHedge(e.sender(cl.sender), &cl.retry, g.now) {
+	ok := e.policy.AllowHedge(e.sender(cl.sender), g.retryState(c), g.now)
+	g.setRetryState(c)
+	if !ok {
 		return
 	}
-	if cl.job < 0 {
+	if cl.fleetCall() {
 		g.run.Hedges++
 	}
 	g.sendCopy(c)
@@ -104,12 +106,12 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 	k := tag - cp.base
 	cp.done |= 1 << k
 	e := &g.edges[cl.edge]
-	cl.replica, cl.arrived = cp.replica[k], cp.arrived[k]
+	cl.replica, cl.arrived = int16(cp.replica[k]), cp.arrived[k]
 	if o != strategies.Success && bits.OnesCount8(cp.done) < int(cp.sent) {
 		g.copyCounted(c, o) // another copy may still succeed
 		return
 	}
-	if o == strategies.Success && k > 0 && cl.job < 0 {
+	if o == strategies.Success && k > 0 && cl.fleetCall() {
 		g.run.HedgeWins++
 	}
 	g.dropCopies(c, e.policy.Hedge != nil && e.policy.Hedge.Cancel)

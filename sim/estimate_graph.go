@@ -9,6 +9,7 @@ import (
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
 )
 
 // eventsPerAttempt is the fewest events an attempt in a graph takes: it
@@ -37,7 +38,7 @@ const (
 // of fan-outs and attempts is counted in float64: they can exceed any
 // integer (10^18 attempts and more).
 func estimateGraph(sc *scenarios.Scenario, opts Options, n *Needs, reqs, growth float64) {
-	callBytes := int64(unsafe.Sizeof(call{})) + eventsPerCall*eventBytes
+	callBytes := int64(unsafe.Sizeof(call{})) + callSides(sc, opts) + eventsPerCall*eventBytes
 	jobBytes := int64(unsafe.Sizeof(job{})) + int64(unsafe.Sizeof(tally{})) + eventBytes + 8 // + its place in a queue
 	n.perRun = append(n.perRun, need{path: "workload.requests", bytes: toBytes(growth * reqs * float64(callBytes)),
 		what: fmt.Sprintf("%s requests x %s", bigCount(reqs), results.Bytes(callBytes))})
@@ -127,7 +128,13 @@ func liveJobs(sc *scenarios.Scenario, deployed []scenarios.Service, reqs float64
 		if !svc.Concurrency.Unlimited() {
 			running = min(running, float64(svc.Concurrency)*float64(svc.Replicas))
 		}
-		inner += live[i]
+		held := live[i]
+		if !svc.Concurrency.Unlimited() && !svc.Queue.Unlimited() && newSampler(sc.Network.Latency).zero() {
+			// Without a network delay no attempt is on its way: each is
+			// served, queued, or answered (and its job freed) at once.
+			held = min(held, float64(int64(svc.Concurrency)+int64(svc.Queue))*float64(svc.Replicas))
+		}
+		inner += held
 		for _, c := range svc.Calls {
 			if k := sc.ServiceIndex(c.Service); k >= 0 {
 				live[k] += running * float64(c.Fanout)
@@ -247,4 +254,41 @@ func bigCount(x float64) string {
 		return results.Count(math.Round(x))
 	}
 	return fmt.Sprintf("%.2g", x)
+}
+
+// callSides returns the bytes a call takes beside it (see sides), in the
+// graph of the strategy of sc that needs the most.
+func callSides(sc *scenarios.Scenario, opts Options) int64 {
+	var most int64
+	for _, st := range ran(sc, opts.Strategies) {
+		var b int64
+		deployed := sc.ServicesFor(st)
+		policies := []*strategies.Policy{st.Policy()}
+		for i := range deployed {
+			for k := range deployed[i].Calls {
+				b = max(b, int64(unsafe.Sizeof(callLink{})))
+				policies = append(policies, scenarios.EdgeStrategy(st, deployed[i].Name, &deployed[i].Calls[k]).Policy())
+			}
+			if deployed[i].Cache != nil {
+				b += 4 // its key
+			}
+		}
+		var reads, breaker, hedge bool
+		for _, p := range policies {
+			reads = reads || p.Reads() != 0
+			breaker = breaker || p.Breaker != nil
+			hedge = hedge || p.Hedge != nil
+		}
+		if reads {
+			b += int64(unsafe.Sizeof(retryMemory{}))
+		}
+		if breaker {
+			b += int64(unsafe.Sizeof(strategies.Permit{}))
+		}
+		if hedge {
+			b += int64(unsafe.Sizeof(callCopies{}))
+		}
+		most = max(most, b)
+	}
+	return most
 }

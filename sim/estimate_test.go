@@ -220,7 +220,7 @@ func fanOut(layers, fanout int, strategy string) string {
 // the fan-out that passes the event budget, with the product, whatever
 // the memory limit, before anything is allocated.
 func TestGraphEstimateNeverWraps(t *testing.T) {
-	for fanout, least := range map[int]int64{100: 400 << 40, 1000: maxBytes} {
+	for fanout, least := range map[int]int64{100: 200 << 40, 1000: maxBytes} {
 		sc := scenarioOf(t, fanOut(6, fanout, "{name: a, backoff: {kind: fixed, delay: 1s}}"))
 		n := Estimate(sc, Options{MaxEvents: math.MaxInt64})
 		assert.GreaterOrEqual(t, n.Memory(), least, "fanout %d: 10^12 or 10^18 jobs at once", fanout)

@@ -146,12 +146,14 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 		e.senders = append(e.senders, strategies.Sender{})
 		e.groups.Join(&e.senders[len(e.senders)-1], len(e.senders)-1)
 	}
-	c := int32(len(g.calls))
-	if g.copies != nil {
-		g.copies = append(g.copies, callCopies{})
+	c := g.addCall()
+	g.calls[c] = call{created: g.now, sender: s, arrived: -1, state: stWaiting, flags: flagFleet}
+	if g.links != nil {
+		g.links[c].id = g.nextID()
 	}
-	g.calls = append(g.calls, call{id: g.nextID(), job: -1, sibling: -1, created: g.now, deadline: noDeadline, outer: noDeadline,
-		sender: s, arrived: -1, state: stWaiting, key: g.key(g.target)})
+	if g.keys != nil {
+		g.keys[c] = g.key(g.target)
+	}
 	f.arrived++
 	g.try(c)
 }
@@ -186,7 +188,7 @@ func (f *fleet) final(g *graph, cl *call) {
 func (f *fleet) finish(g *graph) {
 	fin := finals{run: g.run, lastOutageEnd: g.lastOutageEnd, drained: true}
 	for i := range g.calls {
-		if cl := &g.calls[i]; cl.job < 0 {
+		if cl := &g.calls[i]; cl.fleetCall() {
 			fin.add(cl.state, cl.reason, cl.created)
 		}
 	}

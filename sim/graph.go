@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -56,8 +57,10 @@ type graph struct {
 	edges    []edge // edges[0] is the fleet's, toward the target
 	target   int
 
-	calls     []call
-	copies    []callCopies // per call, when an edge hedges
+	calls []call
+	sides
+	retry     strategies.Request // one call's, for a call to its policy (see retryState)
+	copies    []callCopies       // per call, when an edge hedges
 	freeCalls []int32
 	jobs      []job
 	freeJobs  []int32
@@ -75,6 +78,8 @@ type graph struct {
 	bucket     time.Duration
 	nextSample time.Duration
 	sampled    int
+
+	loads uint64 // the event queue's last run prefetched
 }
 
 func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *graph {
@@ -125,11 +130,48 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 	}
 	for i := range g.edges {
-		if g.edges[i].policy.Hedge != nil {
+		p := g.edges[i].policy
+		if p.Hedge != nil {
 			g.copies = []callCopies{}
+		}
+		if p.Reads() != 0 {
+			g.memory = []retryMemory{}
+		}
+		if p.Breaker != nil {
+			g.permits = []strategies.Permit{}
+		}
+	}
+	if g.maxGroup > 0 {
+		g.links = []callLink{}
+	}
+	for i := range g.services {
+		if g.services[i].cache != nil {
+			g.keys = []int32{}
 		}
 	}
 	g.fleet = newFleet(sc, &g.edges[0])
+	if g.fleet.limit > 0 {
+		// A call for each request of the fleet, kept to the end, and
+		// those the services make, reused: room for them at once, where
+		// growing by appending would copy a million calls several times.
+		n := g.fleet.limit
+		if g.maxGroup > 0 {
+			n += n/8 + 1024
+		}
+		g.calls = hugeSlice[call](n)
+		if g.copies != nil {
+			g.copies = hugeSlice[callCopies](n)
+		}
+		if g.memory != nil {
+			g.memory = hugeSlice[retryMemory](n)
+		}
+		if g.permits != nil {
+			g.permits = hugeSlice[strategies.Permit](n)
+		}
+		if g.links != nil {
+			g.links = hugeSlice[callLink](n)
+		}
+	}
 	if g.fleet.rates.throttle != nil {
 		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
 	}
@@ -164,12 +206,13 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 }
 
 func (g *graph) handle(e event) {
+	g.prefetchRun()
 	switch e.kind() {
 	case gArrival:
 		g.fleet.arrive(g, e.a)
 	case gTry:
 		if c := &g.calls[e.a]; c.state == stWaiting && c.tag == e.b {
-			if c.job < 0 {
+			if c.fleetCall() {
 				g.fleet.delayed--
 			}
 			g.try(e.a)
@@ -194,7 +237,7 @@ func (g *graph) handle(e event) {
 		}
 	case gGiveUp:
 		if c := &g.calls[e.a]; g.live(c, e.a, e.b) {
-			if c.job < 0 {
+			if c.fleetCall() {
 				g.run.TimedOut++
 				g.run.Series[g.current()].TimedOut++
 			}
@@ -221,6 +264,36 @@ func (g *graph) handle(e event) {
 		g.run.GaveUpInOutage = int64(g.fleet.dead)
 	default:
 		g.response(e.a, e.b, strategies.Outcome(e.kind()-gResponse))
+	}
+}
+
+// prefetchRun starts loading the calls and jobs of every event of a run
+// the event queue has just loaded, and of the run after it (see
+// world.prefetchRun).
+func (g *graph) prefetchRun() {
+	run, loads := g.q.upcoming()
+	if loads == g.loads {
+		return
+	}
+	g.loads = loads
+	g.prefetchEvents(run)
+	g.prefetchEvents(g.q.following())
+}
+
+// prefetchEvents prefetches the call or the job each of events names.
+func (g *graph) prefetchEvents(events []event) {
+	for i := range events {
+		e := &events[i]
+		switch k := e.kind(); {
+		case k == gAtService || k == gWorkDone || k == gJobExpired:
+			if int(e.a) < len(g.jobs) {
+				prefetch(unsafe.Pointer(&g.jobs[e.a]))
+			}
+		case k == gTry || k == gTimeout || k == gGiveUp || k >= gCacheHit:
+			if int(e.a) < len(g.calls) {
+				prefetch(unsafe.Pointer(&g.calls[e.a]))
+			}
+		}
 	}
 }
 

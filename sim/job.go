@@ -22,15 +22,28 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 	}
 	cl := &g.calls[c]
 	jb := &g.jobs[j]
-	*jb = job{call: c, tag: cl.tag, id: cl.id, gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
-		fleet: cl.job < 0, deadline: noDeadline, outer: cl.outer, sentAt: g.now, edge: cl.edge, sender: cl.sender}
+	*jb = job{call: c, tag: cl.tag, id: g.callID(c), gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
+		fleet: cl.fleetCall(), deadline: noDeadline, outer: noDeadline, sentAt: g.now, edge: int32(cl.edge), sender: cl.sender}
+	until := g.until(cl, c)
 	if jb.fleet {
-		jb.outer = cl.until
+		jb.outer = until
+	} else {
+		jb.outer = g.links[c].outer
 	}
 	if g.propagate {
-		jb.deadline = cl.until
+		jb.deadline = until
 	}
 	return j
+}
+
+// callID returns call c's id: what tells it from a later call in its
+// place (0 where no call is made in the place of another: without
+// downstream calls, each is a request of the fleet, kept to the end).
+func (g *graph) callID(c int32) uint32 {
+	if g.links == nil {
+		return 0
+	}
+	return g.links[c].id
 }
 
 // freeJob ends job j: its events are stale from now on.
@@ -47,7 +60,7 @@ func (g *graph) freeJob(j int32) {
 func (g *graph) waiting(j int32) (waiting, same bool) {
 	jb := &g.jobs[j]
 	cl := &g.calls[jb.call]
-	same = cl.id == jb.id && cl.state != stFree
+	same = g.callID(jb.call) == jb.id && cl.state != stFree
 	return same && g.live(cl, jb.call, jb.tag), same
 }
 
