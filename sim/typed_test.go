@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
 )
 
 // parsing lists where the Go files src (name -> text) read a scenario's
@@ -133,4 +134,35 @@ func TestAScenarioChangedAfterValidationRunsAsChanged(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, once.Summary.Strategies[0].Figures, again.Summary.Strategies[0].Figures, "validated again, the same run")
 
+}
+
+// TestRunsInParallelShareTheirPolicies: the runs of a strategy share the
+// one policy Validate made (a hedge's percentile estimate, a shared
+// budget's groups, a breaker's state are each run's senders'), and give
+// the same outputs one at a time and in parallel (run with -race, the
+// detector finds no write to what they share).
+func TestRunsInParallelShareTheirPolicies(t *testing.T) {
+	sc, err := scenarios.Load("../scenarios/testdata/valid/everything-policies.yaml")
+	require.NoError(t, err)
+	sc.Runs, sc.Workload.Requests, sc.Sweep = 3, 1000, nil
+	require.NoError(t, sc.Validate())
+	made := make([]*strategies.Policy, len(sc.Strategies))
+	for i := range sc.Strategies {
+		made[i] = sc.Strategies[i].Policy()
+	}
+	var want [2][]byte
+	for i, parallel := range []int{1, 2} {
+		res, err := Run(context.Background(), sc, Options{Parallel: parallel})
+		require.NoError(t, err)
+		js, ts := outputs(t, sc, res)
+		if i == 0 {
+			want = [2][]byte{js, ts}
+			continue
+		}
+		assert.Equal(t, string(want[0]), string(js), "summary.json in parallel")
+		assert.Equal(t, string(want[1]), string(ts), "timeseries.csv in parallel")
+	}
+	for i := range sc.Strategies {
+		assert.Same(t, made[i], sc.Strategies[i].Policy(), sc.Strategies[i].Name)
+	}
 }
