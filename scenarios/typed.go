@@ -12,9 +12,13 @@ import (
 
 // The typed values the engines read. A scenario names its kinds in words
 // (a budget's kind, a rate limit's format, a queue discipline); Validate
-// checks each word, and the engines (sim, realhttp) read typed values and
-// never parse a word nor meet an error: Strategy.Policy,
-// RateLimit.HintFormat, Service.Discipline.
+// reads each word (the strategies.Parse* functions are its), and the
+// engines (sim, realhttp) read typed values, never a Parse* function
+// nor an error that validation should have caught: Strategy.Policy,
+// RateLimit.HintFormat, Service.Discipline. (A balancer, an arrival's
+// and a distribution's kind are still compared as words in the engines'
+// switches, each with its default: validated words, which no switch can
+// fail on.)
 //
 // A strategy's policy is made once, by Validate, and kept with what it
 // was made of. A scenario changed after Validate (a sweep's point, a test
