@@ -378,10 +378,10 @@ func TestServerQueueDisciplines(t *testing.T) {
 		q    serverQueue
 		want []int
 	}{
-		{serverQueue{discipline: scenarios.FIFO}, []int{0, 1, 2, 3}},
-		{serverQueue{discipline: scenarios.LIFO}, []int{0, 3, 2, 1}},
-		{serverQueue{discipline: scenarios.AdaptiveLIFOQueue, congested: time.Millisecond}, []int{0, 3, 2, 1}},
-		{serverQueue{discipline: scenarios.AdaptiveLIFOQueue, congested: time.Hour}, []int{0, 1, 2, 3}},
+		{serverQueue{discipline: scenarios.DisciplineFIFO}, []int{0, 1, 2, 3}},
+		{serverQueue{discipline: scenarios.DisciplineLIFO}, []int{0, 3, 2, 1}},
+		{serverQueue{discipline: scenarios.DisciplineAdaptiveLIFO, congested: time.Millisecond}, []int{0, 3, 2, 1}},
+		{serverQueue{discipline: scenarios.DisciplineAdaptiveLIFO, congested: time.Hour}, []int{0, 1, 2, 3}},
 	} {
 		order, reasons := serverQueueTest(t, tc.q, 100*time.Millisecond, 3)
 		assert.Equal(t, tc.want, order, "%+v", tc.q)
@@ -394,7 +394,7 @@ func TestServerQueueDisciplines(t *testing.T) {
 func TestServerShedsByQueueDelayAndCoDel(t *testing.T) {
 	// Shed bound 150 ms, one slot of 100 ms, three queued: the first
 	// waits 100 ms (served), the next two 200 ms and more (shed, 503).
-	_, reasons := serverQueueTest(t, serverQueue{discipline: scenarios.FIFO, shedAfter: 150 * time.Millisecond}, 100*time.Millisecond, 3)
+	_, reasons := serverQueueTest(t, serverQueue{discipline: scenarios.DisciplineFIFO, shedAfter: 150 * time.Millisecond}, 100*time.Millisecond, 3)
 	assert.Equal(t, map[int]string{0: "processed", 1: "processed", 2: "shed", 3: "shed"}, reasons)
 
 	// CoDel, target 10 ms and interval 250 ms, one slot of 100 ms and
@@ -402,7 +402,7 @@ func TestServerShedsByQueueDelayAndCoDel(t *testing.T) {
 	// 100 ms) serves three, whose least wait (about 100 ms) is above the
 	// target; the next interval starts overloaded: its first request is
 	// served, every later one waited more than twice the target: shed.
-	_, reasons = serverQueueTest(t, serverQueue{discipline: scenarios.CoDelQueue, codel: scenarios.CoDel{Target: 10 * time.Millisecond, Interval: 250 * time.Millisecond}}, 100*time.Millisecond, 6)
+	_, reasons = serverQueueTest(t, serverQueue{discipline: scenarios.DisciplineCoDel, codel: scenarios.CoDel{Target: 10 * time.Millisecond, Interval: 250 * time.Millisecond}}, 100*time.Millisecond, 6)
 	assert.Equal(t, map[int]string{0: "processed", 1: "processed", 2: "processed", 3: "processed", 4: "processed", 5: "shed", 6: "shed"}, reasons)
 }
 

@@ -386,7 +386,7 @@ func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 		s.qlimit = -1
 	}
 	if rl := sc.Server.RateLimit; rl != nil {
-		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format) // validated
+		s.format = rl.HintFormat()
 	}
 	s.resetDrawsLocked(opts.Seed)
 	s.metrics = newServerMetrics(s)

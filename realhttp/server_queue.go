@@ -26,7 +26,7 @@ type serverWaiter struct {
 // scenarios.Service.QueueDiscipline, and sim's service.pop for the same
 // rules on the virtual clock.
 type serverQueue struct {
-	discipline string
+	discipline scenarios.Discipline
 	congested  time.Duration // adaptive-lifo: LIFO once the oldest waited longer
 	codel      scenarios.CoDel
 	shedAfter  time.Duration // shed a request that waited longer; 0 never
@@ -43,7 +43,7 @@ type serverCoDel struct {
 
 // serverQueueOf returns the queue discipline of service svc.
 func serverQueueOf(svc *scenarios.Service) serverQueue {
-	q := serverQueue{discipline: svc.QueueDiscipline, congested: svc.AdaptiveLIFO.Congested, codel: svc.CoDel}
+	q := serverQueue{discipline: svc.Discipline(), congested: svc.AdaptiveLIFO.Congested, codel: svc.CoDel}
 	if svc.Shed != nil {
 		q.shedAfter = svc.Shed.QueueDelay
 	}
@@ -87,13 +87,13 @@ func (s *Server) popLocked(now time.Duration) *serverWaiter {
 	}
 	w := s.qhead
 	switch s.queue.discipline {
-	case scenarios.LIFO:
+	case scenarios.DisciplineLIFO:
 		w = s.qtail
-	case scenarios.AdaptiveLIFOQueue:
+	case scenarios.DisciplineAdaptiveLIFO:
 		if now-s.qhead.queuedAt > s.queue.congested {
 			w = s.qtail
 		}
-	case scenarios.CoDelQueue:
+	case scenarios.DisciplineCoDel:
 		return s.popCoDelLocked(now)
 	}
 	s.unlinkLocked(w)

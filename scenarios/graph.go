@@ -456,6 +456,7 @@ func EdgeStrategy(st *Strategy, caller string, c *Call) Strategy {
 	for _, l := range edgeLayers(st, caller, c) {
 		copyFields(&out, &l.policy.Strategy, l.policy.written)
 	}
+	out.typed = st.typed // the edges' policies, made by Validate
 	return out
 }
 

@@ -1,6 +1,7 @@
 package scenarios
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -58,6 +59,10 @@ type Strategy struct {
 	// From, when set, names the configuration file the policy is read
 	// from (see From); the fields written beside it override the file's.
 	From *From `yaml:"from"`
+
+	// typed are the policies Validate made of the strategy and its
+	// edges (see Policy).
+	typed typedPolicies
 }
 
 // NewStrategy returns a strategy with every default set.
@@ -409,21 +414,34 @@ func (b *Budget) checkKeys(written map[string]*yaml.Node, fail func(key, msg str
 	}
 }
 
-// Policy returns the strategies.Policy that s describes. s must be valid
-// (see Scenario.Validate).
-func (s Strategy) Policy() *strategies.Policy {
+// newPolicy makes the strategies.Policy that s describes. s must be
+// valid (see Scenario.Validate); a word it cannot read (which Validate
+// reports) is left at its zero value, and the error, placed at its
+// field, returned. An empty word, left so by a strategy made in Go, is
+// the default.
+func (s *Strategy) newPolicy() (*strategies.Policy, error) {
+	var errs problems
+	read := func(path string, err error) {
+		if err != nil {
+			errs.add(path, "%v", err)
+		}
+	}
 	p := &strategies.Policy{
 		Backoff:     s.Backoff.Policy(),
 		MaxAttempts: s.MaxAttempts,
 		MaxElapsed:  s.MaxElapsed,
 		Timeout:     s.Timeout,
-		RetryOn:     outcomeSet(s.RetryOn),
 	}
+	p.RetryOn = outcomeSet(s.RetryOn, "retry_on", read)
 	if tb := s.Backoff; tb.ThrottleBase > 0 {
 		tb.Base = tb.ThrottleBase
 		p.ThrottleBackoff = tb.Policy()
 	}
-	p.RetryAfter.Mode, _ = strategies.ParseRetryAfterMode(s.RetryAfter.Mode)
+	if m := s.RetryAfter.Mode; m != "" {
+		var err error
+		p.RetryAfter.Mode, err = strategies.ParseRetryAfterMode(m)
+		read("retry_after.mode", err)
+	}
 	p.RetryAfter.Cap = s.RetryAfter.Cap
 	if b := s.Breaker; b != nil {
 		p.Breaker = &strategies.Breaker{
@@ -435,14 +453,19 @@ func (s Strategy) Policy() *strategies.Policy {
 			OpenFor:      b.OpenFor,
 			OpenJitter:   b.OpenJitter,
 			Canaries:     b.Canaries,
-			Failures:     outcomeSet(b.On),
+			Failures:     outcomeSet(b.On, "breaker.on", read),
 			RetriesOnly:  b.RetriesOnly,
 		}
 		p.ShortCircuitIsAttempt = b.CountsAsAttempt
 	}
 	if b := s.Budget; b != nil {
-		kind, _ := strategies.ParseBudgetKind(b.Kind)
-		scope, _ := strategies.ParseScope(b.Scope)
+		kind, err := strategies.ParseBudgetKind(b.Kind)
+		read("budget.kind", err)
+		scope := strategies.ScopeSender
+		if b.Scope != "" {
+			scope, err = strategies.ParseScope(b.Scope)
+			read("budget.scope", err)
+		}
 		minPerSecond := b.MinPerSecond
 		if minPerSecond == 0 {
 			minPerSecond = -1 // none: strategies reads 0 as its default
@@ -472,14 +495,15 @@ func (s Strategy) Policy() *strategies.Policy {
 		}
 	}
 	if t := s.Throttle; t != nil {
-		kind, _ := strategies.ParseThrottleKind(t.Kind)
+		kind, err := strategies.ParseThrottleKind(t.Kind)
+		read("throttle.kind", err)
 		p.Throttle = &strategies.Throttle{
 			Kind:             kind,
 			K:                t.K,
 			SuccessThreshold: t.SuccessThreshold,
 			Window:           t.Window,
 			MaxRejection:     t.MaxRejection,
-			On:               outcomeSet(t.On),
+			On:               outcomeSet(t.On, "throttle.on", read),
 			Beta:             t.Beta,
 		}
 	}
@@ -487,7 +511,7 @@ func (s Strategy) Policy() *strategies.Policy {
 		p.Hedge = &strategies.Hedge{Delay: h.Delay.Duration, Percentile: h.Delay.Percentile, Max: h.Max, Cancel: h.Cancel}
 	}
 	p.IgnorePushback = s.IgnorePushback
-	return p
+	return p, errors.Join(errs...)
 }
 
 // Hedge is a hedging policy: after Delay (a duration, or a percentile of
@@ -592,12 +616,14 @@ func (t *Throttle) checkKeys(written map[string]*yaml.Node, fail func(key, msg s
 	}
 }
 
-// outcomeSet converts validated outcome names to a set; none gives the
-// empty set, which policies read as their default.
-func outcomeSet(names []string) strategies.OutcomeSet {
+// outcomeSet converts validated outcome names, listed at path, to a
+// set; none gives the empty set, which policies read as their default. A
+// name it cannot read goes to read with its error.
+func outcomeSet(names []string, path string, read func(path string, err error)) strategies.OutcomeSet {
 	var set strategies.OutcomeSet
-	for _, name := range names {
+	for i, name := range names {
 		o, err := strategies.ParseOutcome(name)
+		read(fmt.Sprintf("%s[%d]", path, i), err)
 		if err == nil {
 			set |= strategies.Outcomes(o)
 		}

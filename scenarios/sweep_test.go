@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -213,9 +214,15 @@ func everything(t *testing.T) *Scenario {
 }
 
 // plain returns the fields of s without where they were written.
+// plain returns s without where it was read from, nor the policies
+// Validate made of its strategies (see TestPolicyIsMadeOnceAndNeverStale).
 func plain(s *Scenario) Scenario {
 	c := *s
 	c.src = nil
+	c.Strategies = slices.Clone(s.Strategies)
+	for i := range c.Strategies {
+		c.Strategies[i].typed = nil
+	}
 	return c
 }
 
@@ -266,6 +273,11 @@ func TestWithChangesTheFieldAndNothingElse(t *testing.T) {
 			want := everything(t)
 			tt.change(want)
 			assert.Equal(t, plain(want), plain(got))
+			for i := range want.Strategies {
+				// want was changed after its validation, got validated
+				// with the change: the same policy.
+				assert.Equal(t, want.Strategies[i].Policy(), got.Strategies[i].Policy(), want.Strategies[i].Name)
+			}
 			assert.Equal(t, before, plain(s), "s is not changed")
 			assert.Equal(t, s.Name, got.Name)
 			assert.Equal(t, s.File(), got.File())

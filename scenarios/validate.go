@@ -116,7 +116,11 @@ func (p *problems) rate(path string, r float64, zero bool) {
 }
 
 // Validate reports every problem in s, each a *FieldError, joined with
-// errors.Join. It returns nil for a scenario that can be run.
+// errors.Join. It returns nil for a scenario that can be run, and makes
+// then the policy of each strategy and of each of its edges, once (see
+// Strategy.Policy): it writes them into s when a strategy has none yet,
+// or has changed since, and else writes nothing, so that a scenario
+// validated again (a sweep's point, a server's) may be read meanwhile.
 func (s *Scenario) Validate() error {
 	var p problems
 	p.name("name", s.Name, "the output folder")
@@ -211,6 +215,9 @@ func (s *Scenario) Validate() error {
 		if st.MaxAttempts == 0 && st.Backoff.Kind == BackoffNone && s.Network.Latency == nil {
 			p.add(path+".max_attempts", "backoff none with unlimited attempts and no network latency retries forever at the same instant: set max_attempts")
 		}
+	}
+	if len(p) == 0 {
+		s.typeStrategies(&p)
 	}
 	return errors.Join(p...)
 }

@@ -42,7 +42,7 @@ const (
 	codel
 )
 
-var disciplines = map[string]uint8{scenarios.FIFO: fifo, scenarios.LIFO: lifo, scenarios.AdaptiveLIFOQueue: adaptiveLIFO, scenarios.CoDelQueue: codel}
+var disciplines = [...]uint8{scenarios.DisciplineFIFO: fifo, scenarios.DisciplineLIFO: lifo, scenarios.DisciplineAdaptiveLIFO: adaptiveLIFO, scenarios.DisciplineCoDel: codel}
 
 // step is one step of serving a request: a group of calls started
 // together (indexes into cfg.Calls), or the local work.
@@ -118,7 +118,7 @@ func newService(cfg *scenarios.Service, buckets int) service {
 		replicas: make([]replica, cfg.Replicas),
 		slots:    int(cfg.Concurrency),
 		limit:    int(cfg.Queue),
-		order:    disciplines[cfg.QueueDiscipline],
+		order:    disciplines[cfg.Discipline()],
 	}
 	if cfg.Concurrency.Unlimited() {
 		s.slots = -1
@@ -134,7 +134,7 @@ func newService(cfg *scenarios.Service, buckets int) service {
 		s.stats.Cache = make([]results.CacheBucket, buckets)
 	}
 	if rl := cfg.RateLimit; rl != nil {
-		s.format, _ = strategies.ParseRetryAfterFormat(rl.Format)
+		s.format = rl.HintFormat()
 	}
 	for r := range s.replicas {
 		rep := &s.replicas[r]

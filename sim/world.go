@@ -200,7 +200,7 @@ func newWorld(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	if rl := sc.Server.RateLimit; rl != nil {
 		w.tokens = float64(rl.Burst)
-		w.hintFormat, _ = strategies.ParseRetryAfterFormat(rl.Format)
+		w.hintFormat = rl.HintFormat()
 	}
 	w.clients = sc.Workload.Clients
 	if sc.Workload.Uncapped() {
