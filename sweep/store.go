@@ -434,7 +434,7 @@ func (rd *reader) read(s *stored) (*results.RunRecord, error) {
 	if err != nil {
 		return nil, err
 	}
-	rec, err := results.ReadRecord(bytes.NewReader(data))
+	rec, err := results.DecodeRecord(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.path, err)
 	}
