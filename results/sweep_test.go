@@ -197,3 +197,98 @@ func TestBoundariesWithoutAnOutage(t *testing.T) {
 	require.NoError(t, WriteSweepReport(&buf, s, nil))
 	assert.Contains(t, buf.String(), "| no outage |")
 }
+
+// TestDecodeRecordIsReadRecord: DecodeRecord gives what ReadRecord gives,
+// record or error, for records as WriteRecord writes them (with no
+// latencies, one, or many) and for records laid out otherwise, which it
+// leaves to ReadRecord.
+func TestDecodeRecordIsReadRecord(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var written []string
+	for _, n := range []int{0, 1, 500} {
+		r := NewRun("full-jitter", n, 1)
+		for range n {
+			r.RecordLatency(time.Duration(rng.ExpFloat64() * float64(time.Second)))
+		}
+		r.Delivered = r.Latency.TotalCount()
+		rec, err := NewRunRecord(7, r, Setup{Bucket: time.Second})
+		require.NoError(t, err)
+		var buf bytes.Buffer
+		require.NoError(t, WriteRecord(&buf, &rec))
+		written = append(written, buf.String())
+	}
+	require.Contains(t, written[2], `,"latency_buckets":[[`)
+	head := written[1][:strings.LastIndex(written[1], `,"latency_buckets":`)]
+	tests := []struct {
+		name, data string
+		fast       bool // read by hand, not left to ReadRecord
+	}{
+		{"no latencies", written[0], true},
+		{"one", written[1], true},
+		{"many", written[2], true},
+		{"no newline", strings.TrimSuffix(written[2], "\n"), true},
+		{"negative and zero", head + `,"latency_buckets":[[-3,0],[-0,7]]}`, true},
+		{"spaces", head + `,"latency_buckets":[[1, 2]]}`, false},
+		{"a third number", head + `,"latency_buckets":[[1,2,3]]}`, false},
+		{"one number", head + `,"latency_buckets":[[1]]}`, false},
+		{"a fraction", head + `,"latency_buckets":[[1.5,2]]}`, false},
+		{"an exponent", head + `,"latency_buckets":[[1e3,2]]}`, false},
+		{"a leading zero", head + `,"latency_buckets":[[01,2]]}`, false},
+		{"past int64", head + `,"latency_buckets":[[9223372036854775808,2]]}`, false},
+		{"null", head + `,"latency_buckets":null}`, false},
+		{"a field after", head + `,"latency_buckets":[[1,2]],"latency_counts":[[3,4]]}`, false},
+		{"cut short", head + `,"latency_buckets":[[1,2],[3`, false},
+		{"no end", head + `,"latency_buckets":[[1,2]]`, false},
+		{"an unknown field before", `{"point":1,"bogus":2,"latency_buckets":[[1,2]]}`, true},
+		{"garbage before", `{"point":1,x,"latency_buckets":[[1,2]]}`, true},
+		{"no buckets", `{"point":1,"strategy":"s","run":2}`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			want, wantErr := ReadRecord(strings.NewReader(tt.data))
+			got, err := DecodeRecord([]byte(tt.data))
+			if wantErr != nil {
+				require.Error(t, err)
+				assert.Equal(t, wantErr.Error(), err.Error())
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, want, got)
+			i := strings.LastIndex(tt.data, `,"latency_buckets":`)
+			_, fast := parseBuckets([]byte(tt.data[i+len(`,"latency_buckets":`):]))
+			assert.Equal(t, tt.fast, i >= 0 && fast, "read by hand")
+		})
+	}
+}
+
+// BenchmarkDecodeRecord decodes a record of 500 latencies, by hand
+// (DecodeRecord) and by encoding/json (ReadRecord).
+func BenchmarkDecodeRecord(b *testing.B) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	r := NewRun("full-jitter", 0, 1)
+	for range 500 {
+		r.RecordLatency(time.Duration(rng.ExpFloat64() * float64(time.Second)))
+	}
+	r.Delivered = r.Latency.TotalCount()
+	rec, err := NewRunRecord(7, r, Setup{Bucket: time.Second})
+	require.NoError(b, err)
+	var buf bytes.Buffer
+	require.NoError(b, WriteRecord(&buf, &rec))
+	data := buf.Bytes()
+	b.Run("DecodeRecord", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := DecodeRecord(data); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("ReadRecord", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := ReadRecord(bytes.NewReader(data)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -1,6 +1,7 @@
 package sweep
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -31,7 +32,23 @@ type Records struct {
 	units []*stored
 	// folders are the folders read, by path, with what they hold.
 	folders map[string]*folder
+	// csv is sweep.csv of the sweep Build last made from the folders,
+	// written in the same pass over the records, so that Write need not
+	// read them again; nil when it outgrew csvBudget.
+	csv *builtCSV
 }
+
+// builtCSV is sweep.csv as Build wrote it, for the sweep it returned.
+type builtCSV struct {
+	sweep *results.Sweep
+	data  []byte
+}
+
+// csvBudget bounds the sweep.csv that Build keeps for Write: past it,
+// Write reads the records again, so that a sweep of any size is still
+// gathered in the memory of a point's records. 9,500 records (the AWS
+// study's sweep) take 3 MB.
+var csvBudget = 32 << 20 // a variable for its test
 
 // Collect reads the records of a sweep from the folders of its shards (or
 // the one folder of an unsharded sweep). The folders must hold the same
@@ -153,6 +170,15 @@ func Build(rs *Records, metric string) (*results.Sweep, error) {
 		StrategyIndexes: spec.Indexes,
 	}
 	per := spec.Runs
+	// sweep.csv is written in the same pass when the records come from
+	// folders: reading them is most of the gathering's time.
+	var buf *bytes.Buffer
+	var c *results.SweepCSV
+	rs.csv = nil
+	if rs.List == nil {
+		buf = new(bytes.Buffer)
+		c = results.NewSweepCSV(buf, s)
+	}
 	err := rs.eachPoint(func(p int, recs []results.RunRecord) error {
 		pt := results.SweepPoint{Index: p, Values: pointValues(spec.Axes, p)}
 		for si, name := range spec.Strategies {
@@ -181,10 +207,24 @@ func Build(rs *Records, metric string) (*results.Sweep, error) {
 			})
 		}
 		s.Points = append(s.Points, pt)
+		if c != nil {
+			if err := c.Write(recs); err != nil {
+				return err
+			}
+			if c.Flush(); buf.Len() > csvBudget {
+				buf, c = nil, nil
+			}
+		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
+	}
+	if c != nil {
+		if err := c.Flush(); err != nil {
+			return nil, err
+		}
+		rs.csv = &builtCSV{sweep: s, data: buf.Bytes()}
 	}
 	return s, nil
 }
@@ -303,8 +343,13 @@ func Write(dir string, s *results.Sweep, rs *Records, charts Charts) error {
 	return st.Commit()
 }
 
-// writeCSV writes sweep.csv, a point's rows at a time.
+// writeCSV writes sweep.csv, a point's rows at a time, or as Build
+// wrote it for s.
 func writeCSV(w io.Writer, s *results.Sweep, rs *Records) error {
+	if rs.csv != nil && rs.csv.sweep == s {
+		_, err := w.Write(rs.csv.data)
+		return err
+	}
 	c := results.NewSweepCSV(w, s)
 	if err := rs.eachPoint(func(_ int, recs []results.RunRecord) error { return c.Write(recs) }); err != nil {
 		return err

@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/results"
 )
 
 // segments returns the segment files of a sweep folder, in order.
@@ -179,4 +181,83 @@ func TestOlderFoldersStillRead(t *testing.T) {
 	require.NoError(t, os.WriteFile(later, []byte("herdlab records 2\n..."), 0o644))
 	_, err = Collect(dir)
 	assert.ErrorContains(t, err, "records of format version 2; this build of herdlab reads version 1")
+}
+
+// TestBuildWritesTheCSVInItsPass: Build writes sweep.csv in its pass over
+// the records, and Write takes it from there without reading them again
+// (so it writes it with the records gone), to the bytes that reading them
+// again gives; past csvBudget Build keeps none and Write reads them again.
+func TestBuildWritesTheCSVInItsPass(t *testing.T) {
+	plan := smallPlan(t)
+	dir := t.TempDir()
+	_, err := plan.Run(context.Background(), dir, Options{Parallel: 2})
+	require.NoError(t, err)
+	reread := func(s *results.Sweep, rs *Records) string {
+		t.Helper()
+		var b strings.Builder
+		require.NoError(t, writeCSV(&b, s, &Records{Spec: rs.Spec, units: rs.units}))
+		return b.String()
+	}
+
+	rs, err := Collect(dir)
+	require.NoError(t, err)
+	s, err := Build(rs, plan.Metric)
+	require.NoError(t, err)
+	require.NotNil(t, rs.csv)
+	want := reread(s, rs)
+	require.Equal(t, 1+plan.Spec.Units(), strings.Count(want, "\n"), "a header and a row a run")
+
+	other, err := Build(&Records{Spec: rs.Spec, units: rs.units}, plan.Metric)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(filepath.Join(dir, "records"), filepath.Join(dir, "gone")))
+	var b strings.Builder
+	require.NoError(t, writeCSV(&b, s, rs), "from what Build kept")
+	assert.Equal(t, want, b.String())
+	assert.Error(t, writeCSV(new(strings.Builder), other, rs), "another sweep's: read again")
+	require.NoError(t, os.Rename(filepath.Join(dir, "gone"), filepath.Join(dir, "records")))
+
+	defer func(b int) { csvBudget = b }(csvBudget)
+	csvBudget = len(want) / 2
+	rs, err = Collect(dir)
+	require.NoError(t, err)
+	s, err = Build(rs, plan.Metric)
+	require.NoError(t, err)
+	assert.Nil(t, rs.csv, "past the budget")
+	b.Reset()
+	require.NoError(t, writeCSV(&b, s, rs))
+	assert.Equal(t, want, b.String())
+}
+
+// TestCollectReadsOnlyWhichRunARecordIs: gathering a folder decodes only
+// a record's unit; a record that is not JSON is still damage, run again.
+func TestCollectReadsOnlyWhichRunARecordIs(t *testing.T) {
+	tests := []struct {
+		name   string
+		record string
+		unit   int
+		err    string
+	}{
+		{"whole", `{"point":1,"strategy":"b","run":1,"figures":{"attempts":3}}`, (1*2+1)*2 + 1, ""},
+		{"unit only", `{"point":0,"strategy":"a","run":0}`, 0, ""},
+		{"not JSON", `{"point":0,"strategy":"a","run":0`, 0, "unexpected end of JSON input"},
+		{"no run of the sweep", `{"point":4,"strategy":"a","run":0}`, 0, "holds point 4, a, run 0: not a run of this sweep"},
+		{"another strategy", `{"point":0,"strategy":"c","run":0}`, 0, "not a run of this sweep"},
+	}
+	spec := &Spec{Points: 4, Strategies: []string{"a", "b"}, Runs: 2}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fl := &file{path: "seg"}
+			err := fl.decode(spec, []byte(tt.record), 8)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			require.Len(t, fl.records, 1)
+			assert.Equal(t, tt.unit, fl.records[0].unit)
+			assert.Equal(t, int64(8), fl.records[0].off)
+			assert.Equal(t, len(tt.record), fl.records[0].size)
+		})
+	}
 }
