@@ -72,6 +72,9 @@ type sides struct {
 	permits []strategies.Permit // with a breaker
 	links   []callLink          // when a service calls others
 	keys    []int32             // with a cache: the key each call reads
+	// with a service of model occ: the row version each call's
+	// attempt read
+	versions []int64
 }
 
 // callLink is what a downstream call knows of the job that made it.
@@ -105,6 +108,9 @@ func (g *graph) addCall() int32 {
 	}
 	if g.keys != nil {
 		g.keys = append(g.keys, -1)
+	}
+	if g.versions != nil {
+		g.versions = append(g.versions, 0)
 	}
 	return c
 }
@@ -246,6 +252,10 @@ func (g *graph) sendCopy(c int32) {
 	cl.tag++
 	cl.sentAt = g.now
 	s := &g.services[e.callee]
+	if s.occ {
+		g.occSend(c)
+		return
+	}
 	r := s.pick(g)
 	cl.replica = int16(r)
 	s.replicas[r].outstanding++

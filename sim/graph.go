@@ -37,6 +37,8 @@ const (
 	gFlush                   // service a's cache is flushed
 	gCacheHit                // the cache's answer to attempt b of call a reaches its caller: a hit
 	gHedge                   // a hedge of call a's attempt whose first copy is b is due
+	gOCCRead                 // occ: attempt b of call a reads its service's row version
+	gOCCWrite                // occ: attempt b of call a, having read, sends its conditional write
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
 )
 
@@ -148,6 +150,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		if g.services[i].cache != nil {
 			g.keys = []int32{}
 		}
+		if g.services[i].occ {
+			g.versions = []int64{}
+		}
 	}
 	g.fleet = newFleet(sc, &g.edges[0])
 	if g.fleet.limit > 0 {
@@ -170,6 +175,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 		if g.links != nil {
 			g.links = hugeSlice[callLink](n)
+		}
+		if g.versions != nil {
+			g.versions = hugeSlice[int64](n)
 		}
 	}
 	if g.fleet.rates.throttle != nil {
@@ -249,6 +257,10 @@ func (g *graph) handle(e event) {
 		}
 	case gHedge:
 		g.hedgeDue(e.a, e.b)
+	case gOCCRead:
+		g.occRead(e.a, e.b)
+	case gOCCWrite:
+		g.occWrite(e.a, e.b)
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:

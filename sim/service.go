@@ -25,6 +25,10 @@ type service struct {
 
 	stats *results.ServiceRun
 	cache *Cache // nil without one
+	// occ: the service is a single row under optimistic concurrency
+	// control (see occ.go), at this version
+	occ     bool
+	version int64
 	// the service's queue (all replicas) over the current bucket
 	queued    int
 	queueAt   time.Duration
@@ -118,6 +122,7 @@ func newService(cfg *scenarios.Service, buckets int) service {
 		replicas: make([]replica, cfg.Replicas),
 		slots:    int(cfg.Concurrency),
 		limit:    int(cfg.Queue),
+		occ:      cfg.Model == scenarios.ModelOCC,
 		order:    disciplines[cfg.Discipline()],
 	}
 	if cfg.Concurrency.Unlimited() {
