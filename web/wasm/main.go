@@ -20,6 +20,10 @@
 // of the sweep's units (the parts' records fields).
 //
 //	GOOS=js GOARCH=wasm go build -o herdlab.wasm ./web/wasm
+//
+// The go command builds it with default.pgo, a CPU profile of the
+// simulator's runs (BenchmarkProfile): a call costs more in WebAssembly
+// than natively, and the profile has the compiler inline the hot ones.
 package main
 
 import (

@@ -35,20 +35,8 @@ func normalize(summary []byte) string {
 // that its summary.json is byte for byte the CLI's (engine wall time
 // aside), and that a bad file's problems come with their line and column.
 func TestWebAssemblyMatchesTheCLI(t *testing.T) {
-	node, err := exec.LookPath("node")
-	if err != nil && os.Getenv("HERDLAB_REQUIRE_NODE") == "" {
-		t.Skip("no Node.js to run the WebAssembly build (Debian's nodejs; .ci/run installs it and sets HERDLAB_REQUIRE_NODE)")
-	}
-	require.NoError(t, err, "HERDLAB_REQUIRE_NODE is set: the WebAssembly test needs Node.js (Debian's nodejs)")
+	node, wasmExec, module := buildModule(t)
 	dir := t.TempDir()
-	module := filepath.Join(dir, "herdlab.wasm")
-	build := exec.Command("go", "build", "-o", module, ".")
-	build.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
-	out, err := build.CombinedOutput()
-	require.NoError(t, err, "GOOS=js GOARCH=wasm go build: %s", out)
-	wasmExec := filepath.Join(runtime.GOROOT(), "lib", "wasm", "wasm_exec.js")
-	require.FileExists(t, wasmExec)
-
 	raw, err := os.ReadFile(module)
 	require.NoError(t, err)
 	var gz bytes.Buffer
@@ -146,4 +134,24 @@ func TestWebAssemblyMatchesTheCLI(t *testing.T) {
 	assert.Equal(t, "strategies[0].backoff.delay", p.Path)
 	assert.Contains(t, p.Message, "missing")
 	assert.Equal(t, a.Problems, a.Validation.Problems, "validate finds what run refuses")
+}
+
+// buildModule finds Node.js and builds the simulator to WebAssembly in a
+// temporary directory: it returns node, Go's wasm_exec.js and the module.
+// Without Node.js it skips, unless HERDLAB_REQUIRE_NODE is set (CI).
+func buildModule(tb testing.TB) (node, wasmExec, module string) {
+	tb.Helper()
+	node, err := exec.LookPath("node")
+	if err != nil && os.Getenv("HERDLAB_REQUIRE_NODE") == "" {
+		tb.Skip("no Node.js to run the WebAssembly build (Debian's nodejs; .ci/run installs it and sets HERDLAB_REQUIRE_NODE)")
+	}
+	require.NoError(tb, err, "HERDLAB_REQUIRE_NODE is set: the WebAssembly test needs Node.js (Debian's nodejs)")
+	module = filepath.Join(tb.TempDir(), "herdlab.wasm")
+	build := exec.Command("go", "build", "-o", module, ".")
+	build.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	out, err := build.CombinedOutput()
+	require.NoError(tb, err, "GOOS=js GOARCH=wasm go build: %s", out)
+	wasmExec = filepath.Join(runtime.GOROOT(), "lib", "wasm", "wasm_exec.js")
+	require.FileExists(tb, wasmExec)
+	return node, wasmExec, module
 }
