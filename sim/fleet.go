@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -17,7 +18,9 @@ type fleet struct {
 	senders    int                // the workload's senders, 0: one per request
 	perRequest bool               // the edge's senders grow with the requests
 	stream     scenarios.Arrival  // with a poisson stream per sender: one sender's
-	dead       int                // requests dead-lettered
+	dead       int                // requests in the dead-letter queue now
+	dlq        []int32            // the requests dead-lettered, in order (-1: replayed)
+	replayed   int                // the dead letters the replay takes
 	delayed    int                // requests waiting for their backoff now
 	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
 	rates      clientRates        // the fleet's adaptive rate limiters
@@ -170,6 +173,7 @@ func (f *fleet) delivered(g *graph, c int32) {
 // deadLetter counts fleet request c given up now.
 func (f *fleet) deadLetter(g *graph, c int32) {
 	f.dead++
+	f.dlq = append(f.dlq, c)
 	f.final(g, &g.calls[c])
 }
 
@@ -196,4 +200,27 @@ func (f *fleet) finish(g *graph) {
 	if g.run.Requests != int64(f.arrived) {
 		conservation("%d fleet requests arrived, %d counted at the end", f.arrived, g.run.Requests)
 	}
+}
+
+// replay sends dead letter number k back (k = -1 starts the replay): the
+// replay takes the dead letters in the queue when it starts, at the
+// scenario's rate, with fresh attempt counts (see world.replay).
+func (f *fleet) replay(g *graph, k int32) {
+	if k < 0 {
+		f.replayed = len(f.dlq)
+		k = 0
+	}
+	if int(k) >= f.replayed {
+		return
+	}
+	c := f.dlq[k]
+	f.dlq[k] = -1 // no longer in the queue
+	f.dead--
+	g.retry = strategies.Request{}
+	g.setRetryState(c)
+	g.calls[c].state = stWaiting
+	g.run.Replayed++
+	g.try(c)
+	gap := time.Duration(float64(time.Second) / g.sc.DLQ.Replay.Rate)
+	g.q.push(g.now+gap, gReplay, k+1, 0)
 }

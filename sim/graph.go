@@ -39,6 +39,7 @@ const (
 	gHedge                   // a hedge of call a's attempt whose first copy is b is due
 	gOCCRead                 // occ: attempt b of call a reads its service's row version
 	gOCCWrite                // occ: attempt b of call a, having read, sends its conditional write
+	gReplay                  // the dead-letter replay sends dead letter number a back
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
 )
 
@@ -190,6 +191,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 	start := time.Now()
 	g.fleet.schedule(g)
+	if r := g.sc.DLQ.Replay; r != nil {
+		g.q.push(r.At, gReplay, -1, 0)
+	}
 	for i := range g.services {
 		g.services[i].scheduleWarmups(g, int32(i))
 		if c := g.services[i].cache; c != nil {
@@ -261,6 +265,8 @@ func (g *graph) handle(e event) {
 		g.occRead(e.a, e.b)
 	case gOCCWrite:
 		g.occWrite(e.a, e.b)
+	case gReplay:
+		g.fleet.replay(g, e.a)
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:
@@ -273,7 +279,7 @@ func (g *graph) handle(e event) {
 	case gOutageEnd:
 		backlog := int64(g.fleet.arrived) - g.run.Delivered - int64(g.fleet.dead)
 		g.run.Backlog = &backlog
-		g.run.GaveUpInOutage = int64(g.fleet.dead)
+		g.run.GaveUpInOutage = int64(len(g.fleet.dlq))
 	default:
 		g.response(e.a, e.b, strategies.Outcome(e.kind()-gResponse))
 	}
@@ -298,11 +304,11 @@ func (g *graph) prefetchEvents(events []event) {
 		e := &events[i]
 		switch k := e.kind(); {
 		case k == gAtService || k == gWorkDone || k == gJobExpired:
-			if int(e.a) < len(g.jobs) {
+			if uint(e.a) < uint(len(g.jobs)) {
 				prefetch(unsafe.Pointer(&g.jobs[e.a]))
 			}
-		case k == gTry || k == gTimeout || k == gGiveUp || k >= gCacheHit:
-			if int(e.a) < len(g.calls) {
+		case k == gTry || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite || k >= gResponse:
+			if uint(e.a) < uint(len(g.calls)) {
 				prefetch(unsafe.Pointer(&g.calls[e.a]))
 			}
 		}
