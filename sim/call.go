@@ -75,6 +75,9 @@ type sides struct {
 	// with a service of model occ: the row version each call's
 	// attempt read
 	versions []int64
+	// with the fleet's dispatchers: the request queued after each for
+	// a worker of its sender's, -1 for none (see Pool)
+	next []int32
 }
 
 // callLink is what a downstream call knows of the job that made it.
@@ -111,6 +114,9 @@ func (g *graph) addCall() int32 {
 	}
 	if g.versions != nil {
 		g.versions = append(g.versions, 0)
+	}
+	if g.next != nil {
+		g.next = append(g.next, -1)
 	}
 	return c
 }
@@ -204,6 +210,13 @@ func (g *graph) nextID() uint32 {
 func (g *graph) try(c int32) {
 	cl := &g.calls[c]
 	e := &g.edges[cl.edge]
+	if g.fleet.workers > 0 && cl.fleetCall() && cl.flags&flagWorker == 0 {
+		if !g.fleet.pools[cl.sender].Acquire(c, g.fleet.workers, g.next) {
+			cl.state = stQueued
+			return
+		}
+		cl.flags |= flagWorker
+	}
 	if g.propagate && g.now >= g.deadline(c) {
 		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 		return
@@ -225,6 +238,7 @@ func (g *graph) try(c int32) {
 				g.run.RateLimited++
 			}
 		}
+		g.fleet.free(g, c, d)
 		g.decide(c, d)
 		return
 	}
@@ -390,6 +404,7 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 		g.run.SharedBudgetDenied++
 	}
 	cl.state = stWaiting
+	g.fleet.free(g, c, d)
 	g.decide(c, d)
 }
 

@@ -23,6 +23,9 @@ type fleet struct {
 	replayed   int                // the dead letters the replay takes
 	delayed    int                // requests waiting for their backoff now
 	clients    *scenarios.Clients // a closed loop: each client's next request comes when its previous one ends
+	workers    int32              // each sender's dispatcher's workers, 0 without dispatchers
+	blocking   bool               // the dispatchers' workers sleep through backoffs
+	pools      []Pool             // each sender's dispatcher
 	rates      clientRates        // the fleet's adaptive rate limiters
 }
 
@@ -32,7 +35,15 @@ func newFleet(sc *scenarios.Scenario, e *edge) fleet {
 	if sc.Workload.Uncapped() {
 		f.limit = -1
 	}
-	if e.policy.PerSender() {
+	f.workers = int32(sc.Workload.Workers)
+	f.blocking = sc.Workload.Dispatch == scenarios.DispatchBlocking
+	if f.workers > 0 && f.senders > 0 {
+		f.pools = make([]Pool, f.senders)
+		for i := range f.pools {
+			f.pools[i] = NewPool()
+		}
+	}
+	if e.policy.PerSender() || f.workers > 0 {
 		if f.senders > 0 {
 			e.senders = make([]strategies.Sender, f.senders)
 			for i := range e.senders {
@@ -148,6 +159,9 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 	if f.perRequest {
 		e.senders = append(e.senders, strategies.Sender{})
 		e.groups.Join(&e.senders[len(e.senders)-1], len(e.senders)-1)
+		if f.workers > 0 {
+			f.pools = append(f.pools, NewPool())
+		}
 	}
 	c := g.addCall()
 	g.calls[c] = call{created: g.now, sender: s, arrived: -1, state: stWaiting, flags: flagFleet}
@@ -223,4 +237,21 @@ func (f *fleet) replay(g *graph, k int32) {
 	g.try(c)
 	gap := time.Duration(float64(time.Second) / g.sc.DLQ.Replay.Rate)
 	g.q.push(g.now+gap, gReplay, k+1, 0)
+}
+
+// free ends fleet request c's hold on its sender's worker after decision
+// d (see world.free): but in a blocking dispatcher, whose worker sleeps
+// through the request's backoff, and is freed only when the request is
+// delivered or given up. The worker goes to the request that has waited
+// longest for one, which is tried now.
+func (f *fleet) free(g *graph, c int32, d strategies.Decision) {
+	cl := &g.calls[c]
+	if cl.flags&flagWorker == 0 || (f.blocking && d.Action == strategies.Retry) {
+		return
+	}
+	cl.flags &^= flagWorker
+	if next, ok := f.pools[cl.sender].Release(g.next); ok {
+		g.calls[next].state = stWaiting
+		g.q.push(g.now, gWorker, next, 0)
+	}
 }

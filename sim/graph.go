@@ -40,6 +40,7 @@ const (
 	gOCCRead                 // occ: attempt b of call a reads its service's row version
 	gOCCWrite                // occ: attempt b of call a, having read, sends its conditional write
 	gReplay                  // the dead-letter replay sends dead letter number a back
+	gWorker                  // fleet request a, queued in its sender's dispatcher, has a worker free: its next attempt
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
 )
 
@@ -155,6 +156,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			g.versions = []int64{}
 		}
 	}
+	if sc.Workload.Workers > 0 {
+		g.next = []int32{}
+	}
 	g.fleet = newFleet(sc, &g.edges[0])
 	if g.fleet.limit > 0 {
 		// A call for each request of the fleet, kept to the end, and
@@ -179,6 +183,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 		if g.versions != nil {
 			g.versions = hugeSlice[int64](n)
+		}
+		if g.next != nil {
+			g.next = hugeSlice[int32](n)
 		}
 	}
 	if g.fleet.rates.throttle != nil {
@@ -267,6 +274,8 @@ func (g *graph) handle(e event) {
 		g.occWrite(e.a, e.b)
 	case gReplay:
 		g.fleet.replay(g, e.a)
+	case gWorker:
+		g.try(e.a)
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:
@@ -307,7 +316,7 @@ func (g *graph) prefetchEvents(events []event) {
 			if uint(e.a) < uint(len(g.jobs)) {
 				prefetch(unsafe.Pointer(&g.jobs[e.a]))
 			}
-		case k == gTry || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite || k >= gResponse:
+		case k == gTry || k == gWorker || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite || k >= gResponse:
 			if uint(e.a) < uint(len(g.calls)) {
 				prefetch(unsafe.Pointer(&g.calls[e.a]))
 			}

@@ -28,7 +28,7 @@ func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
 	for _, file := range append(files, read...) {
 		sc, err := scenarios.Load(file)
 		require.NoError(t, err)
-		if sc.Graph() || sc.Workload.Workers > 0 {
+		if sc.Graph() {
 			continue
 		}
 		t.Run(sc.Name, func(t *testing.T) {
