@@ -281,12 +281,17 @@ func (g *graph) sendCopy(c int32) {
 		cp.sent++
 	}
 	// The caller's timeout is set when the attempt reaches its replica
-	// and its answer may come too late (see expire).
+	// and its answer may come too late (see expire); now if it arrives
+	// after that time.
 	if g.latency.zero() {
 		g.atService(j)
 		return
 	}
-	g.q.push(g.now+g.latency.sample(g.rNet), gAtService, j, g.jobs[j].gen)
+	at := g.now + g.latency.sample(g.rNet)
+	if at > g.untilOf(cl, c, cl.tag) {
+		g.timeJob(j)
+	}
+	g.q.push(at, gAtService, j, g.jobs[j].gen)
 }
 
 // expire makes the caller of attempt tag of call c give it up when its

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -649,4 +650,34 @@ func readTestdata(name string) string {
 		panic(err)
 	}
 	return string(b)
+}
+
+// TestATimeoutPassedOnTheWayIsOnTime: an attempt whose way to its
+// service takes longer than its caller's timeout is given up at the
+// timeout, not when it arrives; without a network delay, an attempt
+// served in time sets no timeout at all.
+func TestATimeoutPassedOnTheWayIsOnTime(t *testing.T) {
+	_, res := runGraph(t, `
+name: late
+duration: 1m
+network: {latency: {dist: constant, mean: 30ms}}
+services: [{name: api, service_time: {dist: constant, mean: 1ms}}]
+workload: {requests: 1}
+strategies: [{name: once, backoff: {kind: none}, max_attempts: 1, timeout: 10ms}]
+`)
+	run := res.Runs[0]
+	require.Equal(t, int64(1), run.DeadLettered)
+	require.NotNil(t, run.Completion)
+	assert.Equal(t, 10*time.Millisecond, *run.Completion, "given up at its timeout, not at its arrival (30 ms)")
+
+	_, res = runGraph(t, `
+name: quick
+duration: 1m
+services: [{name: api, service_time: {dist: constant, mean: 1ms}}]
+workload: {requests: 1000, arrival: {kind: uniform, from: 0s, until: 10s}}
+strategies: [{name: once, backoff: {kind: none}, max_attempts: 1, timeout: 10ms}]
+`)
+	run = res.Runs[0]
+	require.Equal(t, int64(1000), run.Delivered)
+	assert.Equal(t, int64(2000), run.Events, "an arrival and a service's end an attempt: no timeout event")
 }

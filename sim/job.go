@@ -95,6 +95,9 @@ func (g *graph) answer(j int32, o strategies.Outcome) {
 // may come too late.
 func (g *graph) timeJob(j int32) {
 	jb := &g.jobs[j]
+	if jb.timed {
+		return
+	}
 	jb.timed = true
 	g.expire(jb.call, jb.tag)
 }
@@ -207,7 +210,8 @@ func (g *graph) start(j int32) bool {
 	r := jb.replica
 	if g.propagate && g.now >= jb.deadline {
 		s.count(r, func(x *results.ServiceRun) { x.DeadlineDropped++ })
-		g.freeJob(j) // its caller has given up: no answer
+		g.timeJob(j) // its caller gives up now, if not already
+		g.freeJob(j) // no answer
 		return false
 	}
 	waiting, same := g.waiting(j)
