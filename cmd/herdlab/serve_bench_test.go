@@ -40,13 +40,15 @@ const serveBenchConns = 16
 // of its own, built with the same toolchain: two processes of the same
 // standing, each with the machine's GOMAXPROCS, measured the same way.
 // Each iteration runs wrk (2 threads, 16 keep-alive connections, 1 s) at
-// each in turn, the order alternating, and takes the ratio of their
-// rates. It reports both mean rates, the median of the ratios
-// (serve/bare: a pair that the machine's other work slowed on one side
-// only does not move it), and each process's CPU time a request (from
-// /proc, on Linux), which other work on the machine moves less than the
-// rates. It checks that every attempt at herdlab serve succeeded but for
-// those wrk abandoned: a run's end closes its connections, and a request
+// each in turn, and at a second bare handler, the first of the three
+// taking turns. It reports the mean rates, the median of the
+// iterations' ratios serve/bare, the same of bare2/bare (what the
+// machine's other work does to a ratio of rates measured in turn: 1 on
+// a quiet machine), each process's CPU time a request (from /proc, on
+// Linux) and their ratio as a rate, serve/bare-cpu (bare's CPU time a
+// request over serve's), which the machine's other work moves far less.
+// It checks that every attempt at herdlab serve succeeded but for those
+// wrk abandoned: a run's end closes its connections, and a request
 // whose connection closes before its answer counts as a timeout
 // (reason processed: work for a client that has gone), at most one a
 // connection a run. With log=file, serve writes its request log, and
@@ -93,39 +95,28 @@ func BenchmarkServeUnderWrk(b *testing.B) {
 				b.Fatalf("herdlab serve said %q", serve.first)
 			}
 			work, admin := m[1], m[2]
-			floor := startBenchProcess(b, bare)
-			addr, ok := strings.CutPrefix(floor.first, "listening at ")
-			if !ok {
-				b.Fatalf("barehandler said %q", floor.first)
+			// The bare handler, and a second one: the median ratio of
+			// their rates is what the machine's other work does to a
+			// ratio of rates measured in turn (1 on a quiet machine).
+			sides := []*benchSide{{name: "serve", p: serve, url: work}}
+			for _, name := range []string{"bare", "bare2"} {
+				p := startBenchProcess(b, bare)
+				addr, ok := strings.CutPrefix(p.first, "listening at ")
+				if !ok {
+					b.Fatalf("barehandler said %q", p.first)
+				}
+				sides = append(sides, &benchSide{name: name, p: p, url: "http://" + strings.TrimSpace(addr) + "/"})
 			}
-			bareURL := "http://" + strings.TrimSpace(addr) + "/"
-
-			var serveRate, bareRate float64
-			var serveCPU, bareCPU time.Duration
-			var serveReqs, bareReqs int64
-			var ratios []float64
+			var ratios, control []float64
 			runs := 0
 			for b.Loop() {
-				measure := func(p *benchProcess, url string) (float64, int64, time.Duration) {
-					before := p.cpu(b)
-					rate, n := wrkRun(b, wrk, c.script, url)
-					return rate, n, p.cpu(b) - before
-				}
-				var sr, br float64
-				var sn, bn int64
-				var sc, bc time.Duration
-				if runs%2 == 0 {
-					sr, sn, sc = measure(serve, work)
-					br, bn, bc = measure(floor, bareURL)
-				} else {
-					br, bn, bc = measure(floor, bareURL)
-					sr, sn, sc = measure(serve, work)
+				for k := range sides { // each first in turn
+					sides[(k+runs)%len(sides)].measure(b, wrk, c.script)
 				}
 				runs++
-				serveRate, bareRate = serveRate+sr, bareRate+br
-				serveReqs, bareReqs = serveReqs+sn, bareReqs+bn
-				serveCPU, bareCPU = serveCPU+sc, bareCPU+bc
-				ratios = append(ratios, sr/br)
+				n := len(sides[0].rates)
+				ratios = append(ratios, sides[0].rates[n-1]/sides[1].rates[n-1])
+				control = append(control, sides[2].rates[n-1]/sides[1].rates[n-1])
 			}
 
 			byPair := serveAttempts(b, admin)
@@ -149,17 +140,61 @@ func BenchmarkServeUnderWrk(b *testing.B) {
 					b.Fatalf("the request log holds %d lines for %d attempts", lines, total)
 				}
 			}
-			b.ReportMetric(serveRate/float64(runs), "serve-req/s")
-			b.ReportMetric(bareRate/float64(runs), "bare-req/s")
-			slices.Sort(ratios)
-			b.ReportMetric(ratios[len(ratios)/2], "serve/bare")
-			if serveCPU > 0 && bareCPU > 0 {
-				b.ReportMetric(float64(serveCPU.Microseconds())/float64(serveReqs), "serve-cpu-us/req")
-				b.ReportMetric(float64(bareCPU.Microseconds())/float64(bareReqs), "bare-cpu-us/req")
+			b.ReportMetric(sides[0].meanRate(), "serve-req/s")
+			b.ReportMetric(sides[1].meanRate(), "bare-req/s")
+			b.ReportMetric(median(ratios), "serve/bare")
+			b.ReportMetric(median(control), "bare2/bare")
+			if sc, bc := sides[0].cpuPerRequest(), sides[1].cpuPerRequest(); sc > 0 && bc > 0 {
+				b.ReportMetric(sc, "serve-cpu-us/req")
+				b.ReportMetric(bc, "bare-cpu-us/req")
+				// The rate serve would have beside the bare handler's with
+				// the CPU each takes a request: the ratio of rates measured
+				// in CPU time, which the machine's other work moves little.
+				b.ReportMetric(bc/sc, "serve/bare-cpu")
 			}
 			b.ReportMetric(float64(abandoned), "abandoned")
 		})
 	}
+}
+
+// benchSide is a server BenchmarkServeUnderWrk measures: its wrk runs'
+// rates and answers, and the CPU time the server took during them.
+type benchSide struct {
+	name    string
+	p       *benchProcess
+	url     string
+	rates   []float64
+	answers int64
+	cpu     time.Duration
+}
+
+// measure runs wrk once at the side.
+func (s *benchSide) measure(b *testing.B, wrk, script string) {
+	before := s.p.cpu(b)
+	rate, n := wrkRun(b, wrk, script, s.url)
+	s.cpu += s.p.cpu(b) - before
+	s.rates = append(s.rates, rate)
+	s.answers += n
+}
+
+func (s *benchSide) meanRate() float64 {
+	var sum float64
+	for _, r := range s.rates {
+		sum += r
+	}
+	return sum / float64(len(s.rates))
+}
+
+// cpuPerRequest is the server's CPU time an answer, in microseconds; 0
+// without /proc.
+func (s *benchSide) cpuPerRequest() float64 {
+	return float64(s.cpu.Microseconds()) / float64(s.answers)
+}
+
+// median returns the median of xs, which it sorts.
+func median(xs []float64) float64 {
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }
 
 // wrkRun runs wrk for 1 s at url, 2 threads and serveBenchConns
