@@ -18,9 +18,9 @@ import (
 // Lines are written to the file in batches: a line reaches it within
 // LogFileFlush of its Write, or sooner when LogFileBuffer bytes are
 // waiting, and Close writes those still waiting. A write to the file
-// per line took a tenth of herdlab serve's CPU time a request under
-// load (cmd/herdlab's BenchmarkServeUnderWrk). A process that is killed
-// (SIGKILL) loses the lines of its last LogFileFlush at most.
+// per line took an eighth of herdlab serve's CPU time a request under
+// wrk (perf). A process that is killed (SIGKILL) loses the lines of its
+// last LogFileFlush at most.
 type LogFile struct {
 	path string
 	max  int64
