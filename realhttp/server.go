@@ -219,6 +219,7 @@ type Server struct {
 	metrics     *serverMetrics
 	logMu       sync.Mutex
 	log         io.Writer
+	logBuf      []byte // the line being written, under logMu
 	observe     func(ServerLogLine)
 	evMu        sync.Mutex
 	events      func(ServerEvent)

@@ -55,6 +55,7 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	// driver's: Content-Length 0) has nothing to wait for, and spares
 	// the two deadlines, each a runtime timer to move.
 	if r.ContentLength != 0 {
+		writeDeadline(w) // net/http may answer 100 Continue
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {
@@ -498,7 +499,14 @@ func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, rea
 // writeDeadline gives the answer to be written on w serverWriteSlack to
 // be written: a client that does not read it does not hold the handler.
 func writeDeadline(w http.ResponseWriter) {
-	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serverWriteSlack))
+	deadline := time.Now().Add(serverWriteSlack)
+	// net/http's own writer has the method that ResponseController
+	// would find, after an allocation.
+	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok {
+		_ = d.SetWriteDeadline(deadline)
+		return
+	}
+	_ = http.NewResponseController(w).SetWriteDeadline(deadline)
 }
 
 // writeError answers with an error of the server's own, as http.Error

@@ -109,12 +109,54 @@ func (l *serverListener) accept() (net.Conn, error) {
 	}
 }
 
+// serverWriteCoalesce is how much later than the write deadline set a
+// new one may be and still leave it (see serverConn.SetWriteDeadline).
+const serverWriteCoalesce = time.Second
+
 // serverConn is an accepted connection, which gives its slot back when
 // it closes.
 type serverConn struct {
 	net.Conn
-	l    *serverListener
-	once sync.Once
+	l       *serverListener
+	once    sync.Once
+	writeBy atomic.Int64 // the write deadline set, Unix ns; 0: none
+}
+
+// SetWriteDeadline sets the connection's write deadline, but leaves the
+// one set when t is later by less than serverWriteCoalesce, and when t
+// is none: a deadline is a runtime timer to move, and under load every
+// answer on a keep-alive connection (writeDeadline) would move it by
+// microseconds, and net/http clear it after the answer. An answer then
+// has serverWriteSlack less serverWriteCoalesce at least; an earlier
+// deadline is always set. A connection left idle past its deadline
+// cannot be written to until the next answer's: net/http's own answers
+// to a malformed request on it are lost (the connection closes), and
+// serveWork sets one before reading a body, for net/http's 100
+// Continue.
+func (c *serverConn) SetWriteDeadline(t time.Time) error {
+	old := c.writeBy.Load()
+	if t.IsZero() {
+		if old != 0 {
+			return nil
+		}
+		return c.Conn.SetWriteDeadline(t)
+	}
+	ns := t.UnixNano()
+	if old != 0 && ns >= old && ns-old < int64(serverWriteCoalesce) {
+		return nil
+	}
+	c.writeBy.Store(ns)
+	return c.Conn.SetWriteDeadline(t)
+}
+
+// SetDeadline sets both deadlines, as net.Conn's does.
+func (c *serverConn) SetDeadline(t time.Time) error {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+	}
+	c.writeBy.Store(ns)
+	return c.Conn.SetDeadline(t)
 }
 
 func (c *serverConn) Close() error {

@@ -2,7 +2,9 @@ package realhttp
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -94,14 +96,89 @@ const serverLogKeyLen = 64
 // Write errors are dropped: the log never fails a request.
 func (s *Server) writeLog(a *serverAttempt) {
 	line := a.logLine()
-	b, err := json.Marshal(&line)
-	if err != nil {
-		return
-	}
-	b = append(b, '\n')
 	s.logMu.Lock()
 	defer s.logMu.Unlock()
-	_, _ = s.log.Write(b)
+	s.logBuf = appendLogLine(s.logBuf[:0], &line)
+	_, _ = s.log.Write(s.logBuf)
+}
+
+// appendLogLine appends line as json.Marshal encodes it, and a newline,
+// without json's reflection, which took a fifth of the log's cost a
+// request (TestAppendLogLineIsJSONs holds the two to the same bytes).
+func appendLogLine(b []byte, line *ServerLogLine) []byte {
+	b = append(b, `{"t":`...)
+	b = appendJSONFloat(b, line.T)
+	b = append(b, `,"at_ns":`...)
+	b = strconv.AppendInt(b, line.AtNS, 10)
+	b = append(b, `,"id":`...)
+	b = strconv.AppendUint(b, line.ID, 10)
+	if line.Key != "" {
+		b = append(b, `,"key":`...)
+		b = appendJSONString(b, line.Key)
+	}
+	b = append(b, `,"attempt":`...)
+	b = strconv.AppendInt(b, int64(line.Attempt), 10)
+	if line.Request != nil {
+		b = append(b, `,"request":`...)
+		b = strconv.AppendInt(b, *line.Request, 10)
+	}
+	b = append(b, `,"outcome":`...)
+	b = appendJSONString(b, line.Outcome)
+	b = append(b, `,"reason":`...)
+	b = appendJSONString(b, line.Reason)
+	if line.PlannedNS != nil {
+		b = append(b, `,"planned_ns":`...)
+		b = strconv.AppendInt(b, *line.PlannedNS, 10)
+	}
+	if line.ServiceS != 0 {
+		b = append(b, `,"service_s":`...)
+		b = appendJSONFloat(b, line.ServiceS)
+	}
+	if line.KeyLen != 0 {
+		b = append(b, `,"key_len":`...)
+		b = strconv.AppendInt(b, int64(line.KeyLen), 10)
+	}
+	if line.Duplicate {
+		b = append(b, `,"duplicate":true`...)
+	}
+	if line.Wasted {
+		b = append(b, `,"wasted":true`...)
+	}
+	return append(b, "}\n"...)
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64 (f is
+// finite): the shortest decimal that reads back as f, in exponent form
+// below 1e-6 or from 1e21, with a one-digit exponent not padded.
+func appendJSONFloat(b []byte, f float64) []byte {
+	format := byte('f')
+	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+		b[n-2] = b[n-1] // e-07 is written e-7
+		b = b[:n-1]
+	}
+	return b
+}
+
+// appendJSONString appends s quoted as encoding/json quotes it: as it is
+// when it is printable ASCII that needs no escape (the reasons, the
+// outcomes, most keys), or else through encoding/json itself.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, err := json.Marshal(s)
+			if err != nil { // a string always encodes
+				return append(b, `""`...)
+			}
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }
 
 // logLine returns attempt a's line of the request log.

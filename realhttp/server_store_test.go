@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -350,6 +351,51 @@ func TestServerLogTruncatesKeys(t *testing.T) {
 	require.Len(t, lines, 1)
 	assert.Equal(t, key[:64]+"...", lines[0].Key)
 	assert.Equal(t, 200, lines[0].KeyLen)
+}
+
+// TestLogFileWritesInBatches: a line waits, then reaches the file
+// LogFileFlush after the first line waiting, or at once when
+// LogFileBuffer bytes wait; Close writes the lines still waiting.
+func TestLogFileWritesInBatches(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		path := filepath.Join(t.TempDir(), "requests.jsonl")
+		l, err := OpenLogFile(path, 1<<30)
+		require.NoError(t, err)
+		size := func() int {
+			b, err := os.ReadFile(path)
+			require.NoError(t, err)
+			return len(b)
+		}
+		line := []byte(strings.Repeat("x", 99) + "\n") // 100 bytes
+		_, err = l.Write(line)
+		require.NoError(t, err)
+		time.Sleep(LogFileFlush / 2)
+		_, err = l.Write(line)
+		require.NoError(t, err)
+		time.Sleep(LogFileFlush/2 - time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 0, size(), "the lines wait")
+		time.Sleep(time.Nanosecond)
+		synctest.Wait()
+		assert.Equal(t, 200, size(), "LogFileFlush after the first")
+
+		for range LogFileBuffer / len(line) {
+			_, err = l.Write(line)
+			require.NoError(t, err)
+		}
+		assert.Equal(t, 200, size())
+		_, err = l.Write(line)
+		require.NoError(t, err)
+		assert.Equal(t, 200+LogFileBuffer/len(line)*len(line)+len(line), size(), "a full buffer is written at once")
+
+		_, err = l.Write(line)
+		require.NoError(t, err)
+		require.NoError(t, l.Close())
+		assert.Equal(t, 300+LogFileBuffer/len(line)*len(line)+len(line), size(), "Close writes the lines waiting")
+		time.Sleep(LogFileFlush)
+		_, err = l.Write(line)
+		assert.Error(t, err, "closed")
+	})
 }
 
 func TestLogFileRotates(t *testing.T) {

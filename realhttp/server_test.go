@@ -603,6 +603,28 @@ func TestServerDropExpired(t *testing.T) {
 	}
 }
 
+// TestServerCountsAnAbandonedAttempt: a client that closes its
+// connection while its request is in service, as wrk does with the
+// requests in flight at the end of a run, leaves an attempt processed
+// for no one: a timeout (reason processed), wasted work, not a success.
+// BenchmarkServerUnderWrk allows those, at most one a connection a run.
+func TestServerCountsAnAbandonedAttempt(t *testing.T) {
+	serverTestLeaks(t)
+	sc := serverTestScenario(t, "  concurrency: unlimited\n  service_time: 2s\n")
+	s := serverTestStart(t, sc, ServerOptions{TimeScale: 0.05}) // 100 ms of service
+	conn, err := net.Dial("tcp", s.Addr())
+	require.NoError(t, err)
+	_, err = io.WriteString(conn, "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}")
+	require.NoError(t, err)
+	serverTestWait(t, "the attempt in service", func() bool { return s.Stats().InFlight == 1 })
+	require.NoError(t, conn.Close())
+	serverTestWait(t, "the attempt's outcome", func() bool { return s.Stats().Attempts == 1 })
+	st := s.Stats()
+	assert.Equal(t, map[string]int64{"timeout": 1}, st.ByOutcome)
+	assert.Equal(t, map[string]int64{"processed": 1}, st.ByReason)
+	assert.Equal(t, int64(1), st.Wasted)
+}
+
 func TestServerFailures(t *testing.T) {
 	serverTestLeaks(t)
 	sc := serverTestScenario(t, "  service_time: 1ms\n  failure_probability: 1\n")

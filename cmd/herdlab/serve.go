@@ -61,7 +61,7 @@ their idempotency keys in memory, and write no log.`,
 		fs.Int("max-conns", 0, "connections open at once, at most (default: the open-file limit less 128)")
 		fs.Duration("read-header-timeout", 5*time.Second, "time a client has to send a request's headers")
 		fs.Duration("body-timeout", 5*time.Second, "time a client has to send a request's body")
-		fs.String("log", "", "write the request log (JSON lines) to this file (an older one is kept as FILE.1)")
+		fs.String("log", "", "write the request log (JSON lines, in batches within 100 ms) to this file (an older one is kept as FILE.1)")
 		fs.Int64("log-max-mb", 100, "start a new log file past this size, keeping the last one as FILE.1")
 		fs.Int("duplicate-window", 1_000_000, "processed keys remembered to count duplicates (about 70 bytes each)")
 		fs.Int("memory-store-keys", 1_000_000, "the in-memory idempotency store: keys at most (oldest processed forgotten first)")
