@@ -55,7 +55,6 @@ func (s *Server) serveWork(w http.ResponseWriter, r *http.Request) {
 	// driver's: Content-Length 0) has nothing to wait for, and spares
 	// the two deadlines, each a runtime timer to move.
 	if r.ContentLength != 0 {
-		writeDeadline(w) // net/http may answer 100 Continue
 		rc := http.NewResponseController(w)
 		_ = rc.SetReadDeadline(time.Now().Add(s.bodyTimeout))
 		if _, err := io.Copy(io.Discard, http.MaxBytesReader(w, r.Body, s.maxBody)); err != nil {

@@ -123,27 +123,18 @@ type serverConn struct {
 }
 
 // SetWriteDeadline sets the connection's write deadline, but leaves the
-// one set when t is later by less than serverWriteCoalesce, and when t
-// is none: a deadline is a runtime timer to move, and under load every
-// answer on a keep-alive connection (writeDeadline) would move it by
-// microseconds, and net/http clear it after the answer. An answer then
-// has serverWriteSlack less serverWriteCoalesce at least; an earlier
-// deadline is always set. A connection left idle past its deadline
-// cannot be written to until the next answer's: net/http's own answers
-// to a malformed request on it are lost (the connection closes), and
-// serveWork sets one before reading a body, for net/http's 100
-// Continue.
+// one set when t is later by less than serverWriteCoalesce: a deadline
+// is a runtime timer to move, and under load each answer on a
+// keep-alive connection (writeDeadline) would move it by microseconds.
+// An answer then has serverWriteSlack less serverWriteCoalesce at
+// least; an earlier deadline, or none, is always set.
 func (c *serverConn) SetWriteDeadline(t time.Time) error {
-	old := c.writeBy.Load()
-	if t.IsZero() {
-		if old != 0 {
+	var ns int64
+	if !t.IsZero() {
+		ns = t.UnixNano()
+		if old := c.writeBy.Load(); old != 0 && ns >= old && ns-old < int64(serverWriteCoalesce) {
 			return nil
 		}
-		return c.Conn.SetWriteDeadline(t)
-	}
-	ns := t.UnixNano()
-	if old != 0 && ns >= old && ns-old < int64(serverWriteCoalesce) {
-		return nil
 	}
 	c.writeBy.Store(ns)
 	return c.Conn.SetWriteDeadline(t)

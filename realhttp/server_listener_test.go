@@ -22,30 +22,27 @@ func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
 func (c *deadlineConn) SetDeadline(t time.Time) error { return c.SetWriteDeadline(t) }
 
 // TestServerConnCoalescesWriteDeadlines: a write deadline later than the
-// one set by less than serverWriteCoalesce leaves it, and so does none
-// (net/http's clear after each answer); a later one, an earlier one, or
-// one after SetDeadline is set.
+// one set by less than serverWriteCoalesce leaves it; a later one, an
+// earlier one, none, or one after SetDeadline is set.
 func TestServerConnCoalescesWriteDeadlines(t *testing.T) {
 	inner := &deadlineConn{}
 	c := &serverConn{Conn: inner}
 	t0 := time.Unix(1000, 0)
 	tests := []struct {
-		name string
-		via  string // SetWriteDeadline, or SetDeadline
 		at   time.Time
 		set  bool
+		via  string
+		name string
 	}{
-		{"none, with none set", "write", time.Time{}, true},
-		{"the first", "write", t0, true},
-		{"a little later: left", "write", t0.Add(serverWriteCoalesce / 2), false},
-		{"just under the coalescing: left", "write", t0.Add(serverWriteCoalesce - 1), false},
-		{"none: left", "write", time.Time{}, false},
-		{"the coalescing later", "write", t0.Add(serverWriteCoalesce), true},
-		{"earlier", "write", t0, true},
-		{"SetDeadline", "both", t0.Add(time.Millisecond), true},
-		{"after SetDeadline: left", "write", t0.Add(2 * time.Millisecond), false},
-		{"SetDeadline none", "both", time.Time{}, true},
-		{"after SetDeadline none", "write", t0, true},
+		{t0, true, "write", "the first"},
+		{t0.Add(serverWriteCoalesce / 2), false, "write", "a little later: left"},
+		{t0.Add(serverWriteCoalesce - 1), false, "write", "just under the coalescing: left"},
+		{t0.Add(serverWriteCoalesce), true, "write", "the coalescing later"},
+		{t0, true, "write", "earlier"},
+		{time.Time{}, true, "write", "none"},
+		{t0, true, "write", "after none"},
+		{t0.Add(time.Millisecond), true, "both", "SetDeadline"},
+		{t0.Add(2 * time.Millisecond), false, "write", "after SetDeadline: left"},
 	}
 	for _, tt := range tests {
 		before := len(inner.set)
