@@ -498,14 +498,7 @@ func (s *Server) answer(w http.ResponseWriter, a *serverAttempt, status int, rea
 // writeDeadline gives the answer to be written on w serverWriteSlack to
 // be written: a client that does not read it does not hold the handler.
 func writeDeadline(w http.ResponseWriter) {
-	deadline := time.Now().Add(serverWriteSlack)
-	// net/http's own writer has the method that ResponseController
-	// would find, after an allocation.
-	if d, ok := w.(interface{ SetWriteDeadline(time.Time) error }); ok {
-		_ = d.SetWriteDeadline(deadline)
-		return
-	}
-	_ = http.NewResponseController(w).SetWriteDeadline(deadline)
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(serverWriteSlack))
 }
 
 // writeError answers with an error of the server's own, as http.Error

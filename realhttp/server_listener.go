@@ -109,45 +109,12 @@ func (l *serverListener) accept() (net.Conn, error) {
 	}
 }
 
-// serverWriteCoalesce is how much later than the write deadline set a
-// new one may be and still leave it (see serverConn.SetWriteDeadline).
-const serverWriteCoalesce = time.Second
-
 // serverConn is an accepted connection, which gives its slot back when
 // it closes.
 type serverConn struct {
 	net.Conn
-	l       *serverListener
-	once    sync.Once
-	writeBy atomic.Int64 // the write deadline set, Unix ns; 0: none
-}
-
-// SetWriteDeadline sets the connection's write deadline, but leaves the
-// one set when t is later by less than serverWriteCoalesce: a deadline
-// is a runtime timer to move, and under load each answer on a
-// keep-alive connection (writeDeadline) would move it by microseconds.
-// An answer then has serverWriteSlack less serverWriteCoalesce at
-// least; an earlier deadline, or none, is always set.
-func (c *serverConn) SetWriteDeadline(t time.Time) error {
-	var ns int64
-	if !t.IsZero() {
-		ns = t.UnixNano()
-		if old := c.writeBy.Load(); old != 0 && ns >= old && ns-old < int64(serverWriteCoalesce) {
-			return nil
-		}
-	}
-	c.writeBy.Store(ns)
-	return c.Conn.SetWriteDeadline(t)
-}
-
-// SetDeadline sets both deadlines, as net.Conn's does.
-func (c *serverConn) SetDeadline(t time.Time) error {
-	var ns int64
-	if !t.IsZero() {
-		ns = t.UnixNano()
-	}
-	c.writeBy.Store(ns)
-	return c.Conn.SetDeadline(t)
+	l    *serverListener
+	once sync.Once
 }
 
 func (c *serverConn) Close() error {
