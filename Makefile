@@ -87,7 +87,8 @@ test-plain:
 # internal/maketest checks that they do.
 LONG_TESTS := TestReplayAgreesWithTheSimulation TestReplayAgreesWithTheSimulationAgainstServe \
 	TestReplayAgreesWithTheSimulationOrSaysSoAt50000Requests TestGraphReplayAgreesWithTheSimulation \
-	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries
+	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries \
+	TestOneServiceGraphAgreesWithTheServer
 LONG_PKGS  := ./cmd/herdlab ./scenarios ./sim
 empty :=
 space := $(empty) $(empty)

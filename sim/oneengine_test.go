@@ -19,7 +19,8 @@ import (
 // TestOneServiceGraphAgreesWithTheServer runs every shipped single-server
 // scenario on the single-server engine and, written as a graph of one
 // service, on the graph engine, and compares their outputs byte for byte
-// (summary.json without the engine's wall time, and timeseries.csv).
+// (summary.json without the engine's wall time, and timeseries.csv):
+// with -short, two runs of each strategy at most.
 func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
 	files, err := filepath.Glob("../scenarios/*.yaml")
 	require.NoError(t, err)
@@ -30,6 +31,9 @@ func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
 		require.NoError(t, err)
 		if sc.Graph() {
 			continue
+		}
+		if testing.Short() {
+			sc.Runs = min(sc.Runs, 2) // make test-long runs them all
 		}
 		t.Run(sc.Name, func(t *testing.T) {
 			want, err := Run(context.Background(), sc, Options{})
