@@ -165,10 +165,13 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-# bench: every benchmark, $(BENCHCOUNT) times, in a form benchstat compares:
+# bench: every benchmark, $(BENCHCOUNT) times, in a form benchstat compares
+# (web/wasm's without its profile, default.pgo, so that its native side is
+# herdlab's native build):
 #   make bench > old.txt; (change); make bench > new.txt; benchstat old.txt new.txt
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./...
+	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) $$($(GO) list ./... | grep -v /web/wasm)
+	$(GO) test -pgo=off -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./web/wasm
 
 # fuzz: each fuzz target for $(FUZZTIME) (a -fuzz pattern must match one
 # target only, hence the anchors).

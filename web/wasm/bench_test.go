@@ -46,7 +46,7 @@ import (
 //
 // The module is built as the site builds it, with default.pgo; the
 // native code is herdlab's, without it, so that the benchmark runs only
-// with -pgo=off (it skips otherwise, as in make bench):
+// with -pgo=off, as make bench does (it skips otherwise):
 //
 //	go test ./web/wasm -pgo=off -run '^$' -bench AgainstNative -benchtime 3x -count 5
 func BenchmarkAgainstNative(b *testing.B) {
