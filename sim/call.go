@@ -42,32 +42,36 @@ func (e *edge) sender(i int32) *strategies.Sender {
 
 // call is one caller's request to a service, retried by its edge's
 // policy: a request of the fleet (flagFleet), or one copy of a
-// downstream call made by a job. It is 48 bytes, as a run of a million
-// requests holds a million of them and touches them in no particular
-// order: what only some graphs need lives in slices beside the calls
+// downstream call made by a job. It is 32 bytes, two to a cache line,
+// as the single-server engine's requests are: a run of a million
+// requests holds a million calls and touches them in no particular
+// order. What an attempt's events do not read (when it was created),
+// and what only some graphs need, lives in slices beside the calls
 // (see sides), allocated only then.
 type call struct {
-	created  time.Duration
 	sentAt   time.Duration // when the attempt in flight was sent
 	attempts int32         // its strategies.Request's Attempts
 	backoffK int32         // and Backoff.K (see graph.retryState)
 	tag      int32         // the attempt in flight; never reset, so events of an earlier call in this place are stale
 	sender   int32         // its caller's index among the edge's senders
 	arrived  int32         // the bucket in which the attempt in flight reached its service, -1 if it has not
-	hint     uint32
-	edge     int16
-	replica  int16 // the replica of the attempt in flight, -1 for the cache's answer
 	state    uint8
 	reason   strategies.Reason
-	flags    uint8 // flagFleet; flagStarted, flagProcessed: at the service called
+	flags    uint8 // flagFleet, flagCached; flagStarted, flagProcessed: at the service called
 }
 
-// flagFleet marks a call that is a request of the fleet.
-const flagFleet = flagWorker << 1
+// The flags of a call beyond a request's.
+const (
+	// flagFleet marks a call that is a request of the fleet.
+	flagFleet = flagWorker << 1
+	// flagCached marks an attempt in flight that the cache answers.
+	flagCached = flagWorker << 2
+)
 
 // sides are the parts of the calls that only some graphs need, a slice
 // each, indexed as the calls are; nil where the graph does not need it.
 type sides struct {
+	created []time.Duration     // when each call was made
 	memory  []retryMemory       // when a policy reads more than its attempts and backoff step
 	permits []strategies.Permit // with a breaker
 	links   []callLink          // when a service calls others
@@ -78,6 +82,12 @@ type sides struct {
 	// with the fleet's dispatchers: the request queued after each for
 	// a worker of its sender's, -1 for none (see Pool)
 	next []int32
+	// where a service has several replicas: the replica of each call's
+	// attempt in flight (0 without)
+	replicas []int16
+	// with a rate limit or a failure pushback: the last 429's
+	// Retry-After header plus 1, or failureHint (see world.hints)
+	hints []uint32
 }
 
 // callLink is what a downstream call knows of the job that made it.
@@ -88,6 +98,32 @@ type callLink struct {
 	job      int32         // the job waiting for it
 	sibling  int32         // the next call of the same job, -1 for none
 	slot     int16         // its call's tally in the job's step
+	edge     int16         // the graph's edge it is made on (0, the fleet's, for a request of the fleet)
+}
+
+// edgeOf returns the graph's edge call c is made on.
+func (g *graph) edgeOf(c int32) int32 {
+	if g.links == nil {
+		return 0
+	}
+	return int32(g.links[c].edge)
+}
+
+// replicaOf returns the replica of call c's attempt in flight.
+func (g *graph) replicaOf(c int32) int32 {
+	if g.replicas == nil {
+		return 0
+	}
+	return int32(g.replicas[c])
+}
+
+// sentTo notes that call c's attempt in flight went to replica r of its
+// service (not to the cache).
+func (g *graph) sentTo(c, r int32) {
+	if g.replicas != nil {
+		g.replicas[c] = int16(r)
+	}
+	g.calls[c].flags &^= flagCached
 }
 
 // fleetCall reports whether call cl is a request of the fleet.
@@ -97,6 +133,7 @@ func (cl *call) fleetCall() bool { return cl.flags&flagFleet != 0 }
 func (g *graph) addCall() int32 {
 	c := int32(len(g.calls))
 	g.calls = append(g.calls, call{})
+	g.created = append(g.created, g.now)
 	if g.copies != nil {
 		g.copies = append(g.copies, callCopies{})
 	}
@@ -117,6 +154,12 @@ func (g *graph) addCall() int32 {
 	}
 	if g.next != nil {
 		g.next = append(g.next, -1)
+	}
+	if g.replicas != nil {
+		g.replicas = append(g.replicas, 0)
+	}
+	if g.hints != nil {
+		g.hints = append(g.hints, 0)
 	}
 	return c
 }
@@ -157,11 +200,11 @@ func (g *graph) deadline(c int32) time.Duration {
 // up: its timeout, or its propagated deadline if that comes first;
 // noDeadline for the cache's answer.
 func (g *graph) until(cl *call, c int32) time.Duration {
-	if cl.replica < 0 {
+	if cl.flags&flagCached != 0 {
 		return noDeadline
 	}
 	until := noDeadline
-	if t := g.edges[cl.edge].policy.Timeout; t > 0 {
+	if t := g.edges[g.edgeOf(c)].policy.Timeout; t > 0 {
 		until = cl.sentAt + t
 	}
 	if g.propagate {
@@ -190,8 +233,9 @@ func (g *graph) newCall(e int32, j int32, slot int) int32 {
 	}
 	jb := &g.jobs[j]
 	cl := &g.calls[c]
-	*cl = call{tag: cl.tag, edge: int16(e), created: g.now, sender: jb.replica, arrived: -1, state: stWaiting}
-	g.links[c] = callLink{id: g.nextID(), job: j, slot: int16(slot), deadline: jb.deadline, outer: jb.outer, sibling: jb.calls}
+	*cl = call{tag: cl.tag, sender: jb.replica, arrived: -1, state: stWaiting}
+	g.created[c] = g.now
+	g.links[c] = callLink{id: g.nextID(), job: j, edge: int16(e), slot: int16(slot), deadline: jb.deadline, outer: jb.outer, sibling: jb.calls}
 	if g.keys != nil {
 		g.keys[c] = g.key(g.edges[e].callee)
 	}
@@ -209,7 +253,7 @@ func (g *graph) nextID() uint32 {
 // to the replica the callee's balancer picks.
 func (g *graph) try(c int32) {
 	cl := &g.calls[c]
-	e := &g.edges[cl.edge]
+	e := &g.edges[g.edgeOf(c)]
 	if g.fleet.workers > 0 && cl.fleetCall() && cl.flags&flagWorker == 0 {
 		if !g.fleet.pools[cl.sender].Acquire(c, g.fleet.workers, g.next) {
 			cl.state = stQueued
@@ -245,7 +289,9 @@ func (g *graph) try(c int32) {
 	if g.permits != nil {
 		g.permits[c] = permit
 	}
-	cl.hint = 0 // an earlier attempt's hint is none for this one
+	if g.hints != nil {
+		g.hints[c] = 0 // an earlier attempt's hint is none for this one
+	}
 	cl.state = stInFlight
 	cl.arrived = -1
 	if g.copies != nil {
@@ -261,8 +307,8 @@ func (g *graph) try(c int32) {
 // or a hedge) to the replica the callee's balancer picks.
 func (g *graph) sendCopy(c int32) {
 	cl := &g.calls[c]
-	e := &g.edges[cl.edge]
-	g.run.Edges[cl.edge].Attempts++
+	e := &g.edges[g.edgeOf(c)]
+	g.run.Edges[g.edgeOf(c)].Attempts++
 	cl.tag++
 	cl.sentAt = g.now
 	s := &g.services[e.callee]
@@ -271,7 +317,7 @@ func (g *graph) sendCopy(c int32) {
 		return
 	}
 	r := s.pick(g)
-	cl.replica = int16(r)
+	g.sentTo(c, r)
 	s.replicas[r].outstanding++
 	j := g.newJob(c, int32(e.callee), r)
 	if g.copies != nil {
@@ -335,7 +381,7 @@ func (g *graph) lookup(s *service, c int32) bool {
 	cl.tag++
 	cl.sentAt = g.now
 	cl.arrived = -1
-	cl.replica = -1
+	cl.flags |= flagCached
 	g.q.push(g.now+g.latency.sample(g.rNet)+g.latency.sample(g.rNet), gCacheHit, c, cl.tag)
 	return true
 }
@@ -363,7 +409,7 @@ func (g *graph) response(c, tag int32, o strategies.Outcome) {
 	if !g.live(cl, c, tag) || g.now > g.untilOf(cl, c, tag) {
 		return
 	}
-	if g.copies != nil && cl.replica >= 0 {
+	if g.copies != nil && cl.flags&flagCached == 0 {
 		g.copyAnswered(c, tag, o)
 		return
 	}
@@ -374,20 +420,23 @@ func (g *graph) response(c, tag int32, o strategies.Outcome) {
 // came to o.
 func (g *graph) outcome(c int32, o strategies.Outcome) {
 	cl := &g.calls[c]
-	e := &g.edges[cl.edge]
+	e := &g.edges[g.edgeOf(c)]
 	s := g.copyCounted(c, o)
 	res := strategies.Result{Outcome: o}
+	var hint uint32
+	if g.hints != nil {
+		hint, g.hints[c] = g.hints[c], 0
+	}
 	switch {
-	case o == strategies.TooManyRequests && cl.hint > 0:
-		res.RetryAfter = retryAfterWait(int64(cl.hint-1), s.format, g.now)
+	case o == strategies.TooManyRequests && hint > 0:
+		res.RetryAfter = retryAfterWait(int64(hint-1), s.format, g.now)
 		res.HasRetryAfter = true
 		if h := s.cfg.RateLimit.Pushback; h != nil {
 			res.Pushback, res.HasPushback = *h, true
 		}
-	case o == strategies.ServerError && cl.hint == failureHint:
+	case o == strategies.ServerError && hint == failureHint:
 		res.Pushback, res.HasPushback = *s.cfg.FailurePushback, true
 	}
-	cl.hint = 0
 	if cl.fleetCall() && o != strategies.Success {
 		g.run.Series[g.current()].Failed++
 	}
@@ -419,8 +468,8 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 // success fills the cache. It returns the service called.
 func (g *graph) copyCounted(c int32, o strategies.Outcome) *service {
 	cl := &g.calls[c]
-	s := &g.services[g.edges[cl.edge].callee]
-	r := int32(cl.replica)
+	s := &g.services[g.edges[g.edgeOf(c)].callee]
+	r := g.replicaOf(c)
 	s.replicas[r].outstanding--
 	s.observe(g.now, r, o)
 	if cl.arrived >= 0 {
@@ -594,16 +643,16 @@ func (g *graph) cancelCalls(j int32) {
 // it is now stale. The caller sets its state.
 func (g *graph) cancel(c int32) {
 	cl := &g.calls[c]
-	if cl.state == stInFlight && cl.replica >= 0 {
+	if cl.state == stInFlight && cl.flags&flagCached == 0 {
 		if g.copies != nil {
-			h := g.edges[cl.edge].policy.Hedge
+			h := g.edges[g.edgeOf(c)].policy.Hedge
 			g.dropCopies(c, h != nil && h.Cancel)
 		} else {
-			g.services[g.edges[cl.edge].callee].replicas[cl.replica].outstanding--
+			g.services[g.edges[g.edgeOf(c)].callee].replicas[g.replicaOf(c)].outstanding--
 		}
 	}
-	if e := &g.edges[cl.edge]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
-		e.policy.Cancel(e.sender(cl.sender), g.retryState(c), cl.state == stInFlight && cl.replica >= 0)
+	if e := &g.edges[g.edgeOf(c)]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
+		e.policy.Cancel(e.sender(cl.sender), g.retryState(c), cl.state == stInFlight && cl.flags&flagCached == 0)
 		g.setRetryState(c)
 	}
 	cl.tag++

@@ -42,7 +42,7 @@ func (g *graph) live(cl *call, c, tag int32) bool {
 
 // untilOf returns when the caller of attempt tag of call c gives it up.
 func (g *graph) untilOf(cl *call, c, tag int32) time.Duration {
-	if g.copies == nil || cl.replica < 0 {
+	if g.copies == nil || cl.flags&flagCached != 0 {
 		return g.until(cl, c)
 	}
 	cp := &g.copies[c]
@@ -66,10 +66,10 @@ func (g *graph) arrivedAt(cl *call, c, tag int32, k int) {
 func (g *graph) hedgeDue(c, base int32) {
 	cl := &g.calls[c]
 	cp := &g.copies[c]
-	if cl.state != stInFlight || cl.replica < 0 || cp.base != base || cp.done == 1<<cp.sent-1 {
+	if cl.state != stInFlight || cl.flags&flagCached != 0 || cp.base != base || cp.done == 1<<cp.sent-1 {
 		return
 	}
-	e := &g.edges[cl.edge]
+	e := &g.edges[g.edgeOf(c)]
 	ok := e.policy.AllowHedge(e.sender(cl.sender), g.retryState(c), g.now)
 	g.setRetryState(c)
 	if !ok {
@@ -86,7 +86,7 @@ func (g *graph) hedgeDue(c, base int32) {
 // edge hedges and it may have another.
 func (g *graph) scheduleHedge(c int32) {
 	cl := &g.calls[c]
-	e := &g.edges[cl.edge]
+	e := &g.edges[g.edgeOf(c)]
 	h := e.policy.Hedge
 	if h == nil || int(g.copies[c].sent) >= h.Copies() {
 		return
@@ -105,8 +105,9 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 	cp := &g.copies[c]
 	k := tag - cp.base
 	cp.done |= 1 << k
-	e := &g.edges[cl.edge]
-	cl.replica, cl.arrived = int16(cp.replica[k]), cp.arrived[k]
+	e := &g.edges[g.edgeOf(c)]
+	g.sentTo(c, cp.replica[k])
+	cl.arrived = cp.arrived[k]
 	if o != strategies.Success && bits.OnesCount8(cp.done) < int(cp.sent) {
 		g.copyCounted(c, o) // another copy may still succeed
 		return
@@ -122,9 +123,8 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 // they are no longer outstanding at their replicas, and with cancel a
 // copy still waiting in its replica's queue is taken out of it.
 func (g *graph) dropCopies(c int32, cancel bool) {
-	cl := &g.calls[c]
 	cp := &g.copies[c]
-	s := &g.services[g.edges[cl.edge].callee]
+	s := &g.services[g.edges[g.edgeOf(c)].callee]
 	for k := range int32(cp.sent) {
 		if cp.done&(1<<k) != 0 {
 			continue

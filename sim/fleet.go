@@ -164,7 +164,7 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 		}
 	}
 	c := g.addCall()
-	g.calls[c] = call{created: g.now, sender: s, arrived: -1, state: stWaiting, flags: flagFleet}
+	g.calls[c] = call{sender: s, arrived: -1, state: stWaiting, flags: flagFleet}
 	if g.links != nil {
 		g.links[c].id = g.nextID()
 	}
@@ -177,28 +177,28 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 
 // delivered counts fleet request c delivered now.
 func (f *fleet) delivered(g *graph, c int32) {
-	cl := &g.calls[c]
 	g.run.Delivered++
 	g.run.Series[g.current()].Delivered++
-	g.run.RecordLatency(g.now - cl.created)
-	f.final(g, cl)
+	g.run.RecordLatency(g.now - g.created[c])
+	f.final(g, c)
 }
 
 // deadLetter counts fleet request c given up now.
 func (f *fleet) deadLetter(g *graph, c int32) {
 	f.dead++
 	f.dlq = append(f.dlq, c)
-	f.final(g, &g.calls[c])
+	f.final(g, c)
 }
 
-func (f *fleet) final(g *graph, cl *call) {
+func (f *fleet) final(g *graph, c int32) {
+	cl := &g.calls[c]
 	g.finished++
 	g.completion = g.now
-	if cl.created <= g.lastOutageEnd {
+	if g.created[c] <= g.lastOutageEnd {
 		g.drain = g.now
 	}
-	if c := f.clients; c != nil && g.now+c.ThinkTime < g.horizon {
-		g.q.push(g.now+c.ThinkTime, gArrival, cl.sender, 0)
+	if k := f.clients; k != nil && g.now+k.ThinkTime < g.horizon {
+		g.q.push(g.now+k.ThinkTime, gArrival, cl.sender, 0)
 	}
 }
 
@@ -207,7 +207,7 @@ func (f *fleet) finish(g *graph) {
 	fin := finals{run: g.run, lastOutageEnd: g.lastOutageEnd, drained: true}
 	for i := range g.calls {
 		if cl := &g.calls[i]; cl.fleetCall() {
-			fin.add(cl.state, cl.reason, cl.created)
+			fin.add(cl.state, cl.reason, g.created[i])
 		}
 	}
 	fin.close(g.completion, g.drain)

@@ -155,6 +155,12 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		if g.services[i].occ {
 			g.versions = []int64{}
 		}
+		if cfg := g.services[i].cfg; cfg.Replicas > 1 {
+			g.replicas = []int16{}
+		}
+		if cfg := g.services[i].cfg; cfg.RateLimit != nil || cfg.FailurePushback != nil {
+			g.hints = []uint32{}
+		}
 	}
 	if sc.Workload.Workers > 0 {
 		g.next = []int32{}
@@ -169,6 +175,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			n += n/8 + 1024
 		}
 		g.calls = hugeSlice[call](n)
+		g.created = hugeSlice[time.Duration](n)
 		if g.copies != nil {
 			g.copies = hugeSlice[callCopies](n)
 		}
@@ -186,6 +193,12 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 		if g.next != nil {
 			g.next = hugeSlice[int32](n)
+		}
+		if g.replicas != nil {
+			g.replicas = hugeSlice[int16](n)
+		}
+		if g.hints != nil {
+			g.hints = hugeSlice[uint32](n)
 		}
 	}
 	if g.fleet.rates.throttle != nil {

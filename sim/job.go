@@ -23,7 +23,7 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 	cl := &g.calls[c]
 	jb := &g.jobs[j]
 	*jb = job{call: c, tag: cl.tag, id: g.callID(c), gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
-		fleet: cl.fleetCall(), deadline: noDeadline, outer: noDeadline, sentAt: g.now, edge: int32(cl.edge), sender: cl.sender}
+		fleet: cl.fleetCall(), deadline: noDeadline, outer: noDeadline, sentAt: g.now, edge: g.edgeOf(c), sender: cl.sender}
 	until := g.until(cl, c)
 	if jb.fleet {
 		jb.outer = until
@@ -118,7 +118,7 @@ func (g *graph) atService(j int32) {
 	cl := &g.calls[jb.call]
 	if waiting {
 		g.arrivedAt(cl, jb.call, jb.tag, k)
-	} else if same && g.edges[cl.edge].policy.Hedge != nil && g.edges[cl.edge].policy.Hedge.Cancel {
+	} else if e := &g.edges[g.edgeOf(jb.call)]; same && e.policy.Hedge != nil && e.policy.Hedge.Cancel {
 		g.freeJob(j) // a hedged copy cancelled on its way: dropped as it arrives
 		return
 	}
@@ -144,7 +144,7 @@ func (g *graph) atService(j int32) {
 			g.run.Series[k].Throttled++
 		}
 		if waiting {
-			cl.hint = s.hint(g.now, int(r))
+			g.hints[jb.call] = s.hint(g.now, int(r))
 		}
 		g.answer(j, strategies.TooManyRequests)
 		return
@@ -155,7 +155,7 @@ func (g *graph) atService(j int32) {
 	}
 	if p := cfg.FailureProbability; p > 0 && g.rFault.Float64() < p {
 		if waiting && cfg.FailurePushback != nil {
-			cl.hint = failureHint
+			g.hints[jb.call] = failureHint
 		}
 		g.answer(j, strategies.ServerError)
 		return

@@ -15,16 +15,15 @@ import (
 // reads the row after the network's latency.
 func (g *graph) occSend(c int32) {
 	cl := &g.calls[c]
-	cl.replica = 0
-	g.services[g.edges[cl.edge].callee].replicas[0].outstanding++
+	g.sentTo(c, 0)
+	g.services[g.edges[g.edgeOf(c)].callee].replicas[0].outstanding++
 	g.q.push(g.now+g.latency.sample(g.rNet), gOCCRead, c, cl.tag)
 }
 
 // occRead is attempt tag of call c reading its service's row version;
 // the caller writes as soon as the answer is back: two hops.
 func (g *graph) occRead(c, tag int32) {
-	cl := &g.calls[c]
-	g.versions[c] = g.services[g.edges[cl.edge].callee].version
+	g.versions[c] = g.services[g.edges[g.edgeOf(c)].callee].version
 	g.q.push(g.now+g.latency.sample(g.rNet)+g.latency.sample(g.rNet), gOCCWrite, c, tag)
 }
 
@@ -33,7 +32,7 @@ func (g *graph) occRead(c, tag int32) {
 // the version, and fails otherwise.
 func (g *graph) occWrite(c, tag int32) {
 	cl := &g.calls[c]
-	s := &g.services[g.edges[cl.edge].callee]
+	s := &g.services[g.edges[g.edgeOf(c)].callee]
 	k := g.current()
 	s.count(0, func(x *results.ServiceRun) {
 		x.Attempts++
