@@ -81,7 +81,7 @@ func (g *graph) answer(j int32, o strategies.Outcome) {
 	// unbiased by which copy won.
 	at := g.now + g.latency.sample(g.rNet)
 	e.policy.Observe(e.sender(sender), at-sentAt)
-	if at == g.now {
+	if g.latency.zero() {
 		g.response(c, tag, o)
 		return
 	}
