@@ -68,8 +68,9 @@ const (
 	flagCached = flagWorker << 2
 )
 
-// sides are the parts of the calls that only some graphs need, a slice
-// each, indexed as the calls are; nil where the graph does not need it.
+// sides are the parts of the calls that an attempt's events do not read
+// (when each was made) or that only some graphs need (nil where the
+// graph does not), a slice each, indexed as the calls are.
 type sides struct {
 	created []time.Duration     // when each call was made
 	memory  []retryMemory       // when a policy reads more than its attempts and backoff step
