@@ -2,6 +2,7 @@ package sim
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
@@ -73,6 +74,7 @@ const (
 // graph does not), a slice each, indexed as the calls are.
 type sides struct {
 	created []time.Duration     // when each call was made
+	copies  []callCopies        // when an edge hedges
 	memory  []retryMemory       // when a policy reads more than its attempts and backoff step
 	permits []strategies.Permit // with a breaker
 	links   []callLink          // when a service calls others
@@ -89,6 +91,82 @@ type sides struct {
 	// with a rate limit or a failure pushback: the last 429's
 	// Retry-After header plus 1, or failureHint (see world.hints)
 	hints []uint32
+}
+
+// sideNeeds says which of the sides a graph's calls need: from its
+// services as deployed, the policies of its edges (the fleet's first),
+// and whether the fleet has dispatchers. The run allocates them
+// (newSides) and the memory estimate counts them (bytes) by it.
+type sideNeeds struct {
+	copies, memory, permits, links, keys, versions, next, replicas, hints bool
+}
+
+func needsOf(deployed []scenarios.Service, policies []*strategies.Policy, dispatchers bool) sideNeeds {
+	n := sideNeeds{next: dispatchers}
+	for _, p := range policies {
+		n.copies = n.copies || p.Hedge != nil
+		n.memory = n.memory || p.Reads() != 0
+		n.permits = n.permits || p.Breaker != nil
+	}
+	for i := range deployed {
+		svc := &deployed[i]
+		n.links = n.links || len(svc.Calls) > 0
+		n.keys = n.keys || svc.Cache != nil
+		n.versions = n.versions || svc.Model == scenarios.ModelOCC
+		n.replicas = n.replicas || svc.Replicas > 1
+		n.hints = n.hints || svc.RateLimit != nil || svc.FailurePushback != nil
+	}
+	return n
+}
+
+// newSides returns the sides n needs, each with room for capacity calls
+// (0: they grow as calls are made).
+func (n sideNeeds) newSides(capacity int) sides {
+	return sides{
+		created:  hugeSlice[time.Duration](capacity),
+		copies:   sideOf[callCopies](n.copies, capacity),
+		memory:   sideOf[retryMemory](n.memory, capacity),
+		permits:  sideOf[strategies.Permit](n.permits, capacity),
+		links:    sideOf[callLink](n.links, capacity),
+		keys:     sideOf[int32](n.keys, capacity),
+		versions: sideOf[int64](n.versions, capacity),
+		next:     sideOf[int32](n.next, capacity),
+		replicas: sideOf[int16](n.replicas, capacity),
+		hints:    sideOf[uint32](n.hints, capacity),
+	}
+}
+
+// sideOf returns a side with room for capacity calls, nil when it is not
+// needed.
+func sideOf[T any](needed bool, capacity int) []T {
+	if !needed {
+		return nil
+	}
+	return hugeSlice[T](capacity)
+}
+
+// bytes returns what the sides n needs take for one call.
+func (n sideNeeds) bytes() int64 {
+	b := int64(unsafe.Sizeof(time.Duration(0))) // created
+	for _, side := range []struct {
+		needed bool
+		bytes  uintptr
+	}{
+		{n.copies, unsafe.Sizeof(callCopies{})},
+		{n.memory, unsafe.Sizeof(retryMemory{})},
+		{n.permits, unsafe.Sizeof(strategies.Permit{})},
+		{n.links, unsafe.Sizeof(callLink{})},
+		{n.keys, 4},
+		{n.versions, 8},
+		{n.next, 4},
+		{n.replicas, 2},
+		{n.hints, 4},
+	} {
+		if side.needed {
+			b += int64(side.bytes)
+		}
+	}
+	return b
 }
 
 // callLink is what a downstream call knows of the job that made it.
@@ -392,11 +470,15 @@ func (g *graph) lookup(s *service, c int32) bool {
 // says whether the caller's timeout is set already (see expire): if not,
 // and the answer would come too late, it is set now.
 func (g *graph) reply(c, tag int32, o strategies.Outcome, timed bool) {
+	g.replyAt(c, tag, o, timed, g.now+g.latency.sample(g.rNet))
+}
+
+// replyAt is reply with the answer's arrival, at, drawn already.
+func (g *graph) replyAt(c, tag int32, o strategies.Outcome, timed bool, at time.Duration) {
 	if g.latency.zero() {
 		g.response(c, tag, o)
 		return
 	}
-	at := g.now + g.latency.sample(g.rNet)
 	if !timed && at > g.untilOf(&g.calls[c], c, tag) {
 		g.expire(c, tag)
 	}

@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 	"strings"
-	"time"
 	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
@@ -262,42 +261,14 @@ func bigCount(x float64) string {
 func callSides(sc *scenarios.Scenario, opts Options) int64 {
 	var most int64
 	for _, st := range ran(sc, opts.Strategies) {
-		b := int64(unsafe.Sizeof(time.Duration(0))) // when it was made
 		deployed := sc.ServicesFor(st)
 		policies := []*strategies.Policy{st.Policy()}
-		var calls, cache, replicas, hints bool
 		for i := range deployed {
 			for k := range deployed[i].Calls {
-				calls = true
 				policies = append(policies, scenarios.EdgeStrategy(st, deployed[i].Name, &deployed[i].Calls[k]).Policy())
 			}
-			cache = cache || deployed[i].Cache != nil
-			replicas = replicas || deployed[i].Replicas > 1
-			hints = hints || deployed[i].RateLimit != nil || deployed[i].FailurePushback != nil
 		}
-		var reads, breaker, hedge bool
-		for _, p := range policies {
-			reads = reads || p.Reads() != 0
-			breaker = breaker || p.Breaker != nil
-			hedge = hedge || p.Hedge != nil
-		}
-		for _, side := range []struct {
-			needed bool
-			bytes  uintptr
-		}{
-			{calls, unsafe.Sizeof(callLink{})},
-			{cache, 4},    // its key
-			{replicas, 2}, // its replica
-			{hints, 4},    // its hint
-			{reads, unsafe.Sizeof(retryMemory{})},
-			{breaker, unsafe.Sizeof(strategies.Permit{})},
-			{hedge, unsafe.Sizeof(callCopies{})},
-		} {
-			if side.needed {
-				b += int64(side.bytes)
-			}
-		}
-		most = max(most, b)
+		most = max(most, needsOf(deployed, policies, sc.Workload.Workers > 0).bytes())
 	}
 	return most
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -328,4 +330,35 @@ func TestScheduledMean(t *testing.T) {
 		assert.InDelta(t, piecewise(a, 100*s), scheduledMean(a, 100*s), 1e-9, "arrival %d", i)
 	}
 	assert.InDelta(t, 1*60+10*40.0, scheduledMean(tests[2], 100*s), 1e-9)
+}
+
+// TestTheEstimateCountsEverySide: what the memory estimate counts beside
+// a graph's call is what a run allocates there, side by side (a side
+// added to the calls and not to sideNeeds.bytes fails it), on the files
+// that use every field.
+func TestTheEstimateCountsEverySide(t *testing.T) {
+	files, err := filepath.Glob("../scenarios/testdata/valid/everything*.yaml")
+	require.NoError(t, err)
+	graphs := 0
+	for _, file := range files {
+		sc, err := scenarios.Load(file)
+		require.NoError(t, err)
+		if !sc.Graph() {
+			continue
+		}
+		graphs++
+		for i, st := range sc.Strategies {
+			g := newGraph(sc, &sc.Strategies[i], 0, 1)
+			var allocated int64
+			sides := reflect.ValueOf(g.sides)
+			for k := range sides.NumField() {
+				if f := sides.Field(k); !f.IsNil() {
+					allocated += int64(f.Type().Elem().Size())
+				}
+			}
+			g.releaseQueue()
+			assert.Equal(t, allocated, callSides(sc, Options{Strategies: []string{st.Name}}), "%s %s", file, st.Name)
+		}
+	}
+	require.NotZero(t, graphs, "a graph that uses every field")
 }

@@ -64,7 +64,6 @@ type graph struct {
 	calls []call
 	sides
 	retry     strategies.Request // one call's, for a call to its policy (see retryState)
-	copies    []callCopies       // per call, when an edge hedges
 	freeCalls []int32
 	jobs      []job
 	freeJobs  []int32
@@ -133,74 +132,20 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 			g.maxGroup = max(g.maxGroup, len(s.calls))
 		}
 	}
-	for i := range g.edges {
-		p := g.edges[i].policy
-		if p.Hedge != nil {
-			g.copies = []callCopies{}
-		}
-		if p.Reads() != 0 {
-			g.memory = []retryMemory{}
-		}
-		if p.Breaker != nil {
-			g.permits = []strategies.Permit{}
-		}
-	}
-	if g.maxGroup > 0 {
-		g.links = []callLink{}
-	}
-	for i := range g.services {
-		if g.services[i].cache != nil {
-			g.keys = []int32{}
-		}
-		if g.services[i].occ {
-			g.versions = []int64{}
-		}
-		if cfg := g.services[i].cfg; cfg.Replicas > 1 {
-			g.replicas = []int16{}
-		}
-		if cfg := g.services[i].cfg; cfg.RateLimit != nil || cfg.FailurePushback != nil {
-			g.hints = []uint32{}
-		}
-	}
-	if sc.Workload.Workers > 0 {
-		g.next = []int32{}
-	}
 	g.fleet = newFleet(sc, &g.edges[0])
-	if g.fleet.limit > 0 {
-		// A call for each request of the fleet, kept to the end, and
-		// those the services make, reused: room for them at once, where
-		// growing by appending would copy a million calls several times.
-		n := g.fleet.limit
-		if g.maxGroup > 0 {
-			n += n/8 + 1024
-		}
-		g.calls = hugeSlice[call](n)
-		g.created = hugeSlice[time.Duration](n)
-		if g.copies != nil {
-			g.copies = hugeSlice[callCopies](n)
-		}
-		if g.memory != nil {
-			g.memory = hugeSlice[retryMemory](n)
-		}
-		if g.permits != nil {
-			g.permits = hugeSlice[strategies.Permit](n)
-		}
-		if g.links != nil {
-			g.links = hugeSlice[callLink](n)
-		}
-		if g.versions != nil {
-			g.versions = hugeSlice[int64](n)
-		}
-		if g.next != nil {
-			g.next = hugeSlice[int32](n)
-		}
-		if g.replicas != nil {
-			g.replicas = hugeSlice[int16](n)
-		}
-		if g.hints != nil {
-			g.hints = hugeSlice[uint32](n)
-		}
+	policies := make([]*strategies.Policy, len(g.edges))
+	for i := range g.edges {
+		policies[i] = g.edges[i].policy
 	}
+	// A call for each request of the fleet, kept to the end, and those
+	// the services make, reused: room for them at once, where growing by
+	// appending would copy a million calls several times.
+	capacity := max(g.fleet.limit, 0)
+	if g.maxGroup > 0 && capacity > 0 {
+		capacity += capacity/8 + 1024
+	}
+	g.calls = hugeSlice[call](capacity)
+	g.sides = needsOf(deployed, policies, sc.Workload.Workers > 0).newSides(capacity)
 	if g.fleet.rates.throttle != nil {
 		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
 	}

@@ -81,14 +81,7 @@ func (g *graph) answer(j int32, o strategies.Outcome) {
 	// unbiased by which copy won.
 	at := g.now + g.latency.sample(g.rNet)
 	e.policy.Observe(e.sender(sender), at-sentAt)
-	if g.latency.zero() {
-		g.response(c, tag, o)
-		return
-	}
-	if !timed && at > g.untilOf(&g.calls[c], c, tag) {
-		g.expire(c, tag)
-	}
-	g.q.push(at, gResponse+uint8(o), c, tag)
+	g.replyAt(c, tag, o, timed, at)
 }
 
 // timeJob sets the timeout of job j's caller (see expire): its answer
