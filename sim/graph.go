@@ -272,9 +272,21 @@ func (g *graph) prefetchEvents(events []event) {
 		switch k := e.kind(); {
 		case k == gAtService || k == gWorkDone || k == gJobExpired:
 			if uint(e.a) < uint(len(g.jobs)) {
-				prefetch(unsafe.Pointer(&g.jobs[e.a]))
+				jb := &g.jobs[e.a]
+				prefetch(unsafe.Pointer(jb))
+				if uint(jb.call) < uint(len(g.calls)) {
+					prefetch(unsafe.Pointer(&g.calls[jb.call]))
+					if k == gWorkDone {
+						prefetch(unsafe.Pointer(&g.created[jb.call]))
+					}
+				}
 			}
-		case k == gTry || k == gWorker || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite || k >= gResponse:
+		case k >= gResponse:
+			if uint(e.a) < uint(len(g.calls)) {
+				prefetch(unsafe.Pointer(&g.calls[e.a]))
+				prefetch(unsafe.Pointer(&g.created[e.a]))
+			}
+		case k == gTry || k == gWorker || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite:
 			if uint(e.a) < uint(len(g.calls)) {
 				prefetch(unsafe.Pointer(&g.calls[e.a]))
 			}

@@ -2,9 +2,9 @@ package sim
 
 import (
 	"time"
+	"unsafe"
 
 	"github.com/zeontools/herdlab/results"
-	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
 )
 
@@ -22,8 +22,11 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 	}
 	cl := &g.calls[c]
 	jb := &g.jobs[j]
-	*jb = job{call: c, tag: cl.tag, id: g.callID(c), gen: jb.gen, svc: svc, replica: r, calls: -1, state: jobSent,
-		fleet: cl.fleetCall(), deadline: noDeadline, outer: noDeadline, sentAt: g.now, edge: g.edgeOf(c), sender: cl.sender}
+	// Field by field: every one is set (a job's gen is kept).
+	jb.call, jb.tag, jb.id, jb.fleet = c, cl.tag, g.callID(c), cl.fleetCall()
+	jb.svc, jb.replica, jb.step, jb.pending, jb.calls = svc, r, 0, 0, -1
+	jb.deadline, jb.queuedAt, jb.sentAt, jb.doneAt = noDeadline, 0, g.now, 0
+	jb.edge, jb.sender, jb.state, jb.timed = g.edgeOf(c), cl.sender, jobSent, false
 	until := g.until(cl, c)
 	if jb.fleet {
 		jb.outer = until
@@ -117,10 +120,10 @@ func (g *graph) atService(j int32) {
 	}
 	jb.queuedAt = g.now
 	if o, down := s.outage(g.now, int(r)); down {
-		switch o.Mode {
-		case scenarios.Refuse:
+		switch o.mode {
+		case downRefuse:
 			g.answer(j, strategies.Refused)
-		case scenarios.ErrorMode:
+		case downError:
 			g.answer(j, strategies.ServerError)
 		default: // timeout: no answer; the caller gives up
 			g.timeJob(j)
@@ -376,6 +379,14 @@ func (s *service) startQueued(g *graph, r int32) {
 		j, ok := s.take(g, r)
 		if !ok {
 			break
+		}
+		if q := &s.replicas[r].queue; q.len() > 0 {
+			// Waiting, its call has left the cache; it is likely next.
+			next := q.front()
+			if s.order == lifo {
+				next = q.back()
+			}
+			prefetch(unsafe.Pointer(&g.calls[g.jobs[next].call]))
 		}
 		g.start(j)
 	}

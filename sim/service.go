@@ -2,6 +2,7 @@ package sim
 
 import (
 	"math"
+	"slices"
 	"time"
 
 	"github.com/zeontools/herdlab/results"
@@ -22,6 +23,10 @@ type service struct {
 	format   strategies.RetryAfterFormat
 	order    uint8 // the queue discipline
 	next     int   // round-robin: the next replica
+
+	// the outages that fail its attempts, and those that slow it down,
+	// each in order of start
+	downs, slows []window
 
 	stats *results.ServiceRun
 	cache *Cache // nil without one
@@ -47,6 +52,44 @@ const (
 )
 
 var disciplines = [...]uint8{scenarios.DisciplineFIFO: fifo, scenarios.DisciplineLIFO: lifo, scenarios.DisciplineAdaptiveLIFO: adaptiveLIFO, scenarios.DisciplineCoDel: codel}
+
+// window is an outage of a service, its mode and times decided once.
+type window struct {
+	start, end time.Duration
+	mode       uint8   // for a down window: downRefuse, downError or downTimeout
+	replicas   []int   // those hit; nil for all
+	factor     float64 // for a slow window
+}
+
+// The modes of an outage that fails attempts.
+const (
+	downRefuse uint8 = iota
+	downError
+	downTimeout
+)
+
+func (w *window) hits(r int) bool { return w.replicas == nil || slices.Contains(w.replicas, r) }
+
+// windows sorts outages into those that fail attempts and those that
+// slow the service down (a flush is the cache's).
+func windows(outages []scenarios.Outage) (downs, slows []window) {
+	for _, o := range outages {
+		w := window{start: o.Start, end: o.End(), replicas: o.Replicas, factor: o.Factor}
+		switch o.Mode {
+		case scenarios.FlushMode:
+			continue
+		case scenarios.SlowMode:
+			slows = append(slows, w)
+			continue
+		case scenarios.ErrorMode:
+			w.mode = downError
+		case scenarios.TimeoutMode:
+			w.mode = downTimeout
+		}
+		downs = append(downs, w)
+	}
+	return downs, slows
+}
 
 // step is one step of serving a request: a group of calls started
 // together (indexes into cfg.Calls), or the local work.
@@ -125,6 +168,7 @@ func newService(cfg *scenarios.Service, buckets int) service {
 		occ:      cfg.Model == scenarios.ModelOCC,
 		order:    disciplines[cfg.Discipline()],
 	}
+	s.downs, s.slows = windows(cfg.Outages)
 	if cfg.Concurrency.Unlimited() {
 		s.slots = -1
 	}
@@ -179,13 +223,13 @@ func (s *service) scheduleWarmups(g *graph, i int32) {
 	if wu.Duration == 0 {
 		return
 	}
-	for _, o := range s.cfg.Outages {
+	for _, o := range s.downs {
 		for r := range s.replicas {
-			if !o.Hits(r) || o.Mode == scenarios.FlushMode || o.Mode == scenarios.SlowMode {
+			if !o.hits(r) {
 				continue
 			}
 			for k := 1; k <= warmupSteps; k++ {
-				g.q.push(o.End()+mulDiv(wu.Duration, int64(k), warmupSteps), gWarmup, i, int32(r))
+				g.q.push(o.end+mulDiv(wu.Duration, int64(k), warmupSteps), gWarmup, i, int32(r))
 			}
 		}
 	}
@@ -297,25 +341,26 @@ func (s *service) observe(now time.Duration, r int32, o strategies.Outcome) {
 // slow returns the factor by which a slow outage multiplies replica r's
 // service time at t: 1 when none is in force.
 func (s *service) slow(t time.Duration, r int) float64 {
-	for _, o := range s.cfg.Outages {
-		if o.Mode == scenarios.SlowMode && t >= o.Start && t < o.End() && o.Hits(r) {
-			return o.Factor
+	for i := range s.slows {
+		if o := &s.slows[i]; t >= o.start && t < o.end && o.hits(r) {
+			return o.factor
 		}
 	}
 	return 1
 }
 
 // outage returns the outage in force at t on replica r, if any.
-func (s *service) outage(t time.Duration, r int) (scenarios.Outage, bool) {
-	for _, o := range s.cfg.Outages {
-		if t < o.Start {
+func (s *service) outage(t time.Duration, r int) (*window, bool) {
+	for i := range s.downs {
+		o := &s.downs[i]
+		if t < o.start {
 			break
 		}
-		if t < o.End() && o.Hits(r) && o.Mode != scenarios.FlushMode && o.Mode != scenarios.SlowMode {
+		if t < o.end && o.hits(r) {
 			return o, true
 		}
 	}
-	return scenarios.Outage{}, false
+	return nil, false
 }
 
 // capacity returns the slots of replica r now, ramped up after an outage
@@ -328,12 +373,12 @@ func (s *service) capacity(now time.Duration, r int) int {
 	if wu.Duration == 0 {
 		return s.slots
 	}
-	for i := len(s.cfg.Outages) - 1; i >= 0; i-- {
-		o := s.cfg.Outages[i]
-		if now < o.End() || !o.Hits(r) || o.Mode == scenarios.FlushMode || o.Mode == scenarios.SlowMode {
+	for i := len(s.downs) - 1; i >= 0; i-- {
+		o := &s.downs[i]
+		if now < o.end || !o.hits(r) {
 			continue
 		}
-		if since := now - o.End(); since < wu.Duration {
+		if since := now - o.end; since < wu.Duration {
 			return warmupSlots(since, wu, s.slots)
 		}
 		break
@@ -459,6 +504,8 @@ func (d *deque) push(j int32) {
 }
 
 func (d *deque) front() int32 { return d.buf[d.head] }
+
+func (d *deque) back() int32 { return d.buf[(d.head+d.size-1)%len(d.buf)] }
 
 // remove takes job j out of the queue wherever it is (a cancelled hedged
 // copy), keeping the others' order; false when j is not in it.
