@@ -398,6 +398,10 @@ func (g *graph) sendCopy(c int32) {
 	r := s.pick(g)
 	g.sentTo(c, r)
 	s.replicas[r].outstanding++
+	if g.latency.zero() && g.copies == nil {
+		g.arriveAtOnce(c, s, int32(e.callee), r)
+		return
+	}
 	j := g.newJob(c, int32(e.callee), r)
 	if g.copies != nil {
 		cp := &g.copies[c]

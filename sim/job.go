@@ -103,13 +103,7 @@ func (g *graph) atService(j int32) {
 	jb := &g.jobs[j]
 	s := &g.services[jb.svc]
 	r := jb.replica
-	k := g.current()
-	s.count(r, func(x *results.ServiceRun) { x.Attempts++ })
-	s.bucket(r, k, func(b *results.Bucket) { b.Attempts++ })
-	if jb.fleet {
-		g.run.Attempts++
-		g.run.Series[k].Attempts++
-	}
+	k := g.arrival(s, r, jb.fleet)
 	waiting, same := g.waiting(j)
 	cl := &g.calls[jb.call]
 	if waiting {
@@ -119,48 +113,119 @@ func (g *graph) atService(j int32) {
 		return
 	}
 	jb.queuedAt = g.now
+	if o, ok := g.turnAway(s, r, jb.call, k, jb.fleet, waiting, same); ok {
+		if o == strategies.Timeout { // no answer: the caller gives up
+			g.timeJob(j)
+			g.freeJob(j)
+			return
+		}
+		g.answer(j, o)
+		return
+	}
+	g.admit(j)
+}
+
+// arriveAtOnce is call c's attempt, just sent, reaching replica r of
+// service s at once (no network delay, no hedged copies): what
+// atService does, but an attempt turned away is answered without a job.
+func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
+	cl := &g.calls[c]
+	fleet := cl.fleetCall()
+	k := g.arrival(s, r, fleet)
+	g.arrivedAt(cl, c, cl.tag, k)
+	if o, ok := g.turnAway(s, r, c, k, fleet, true, true); ok {
+		s.ended++
+		if o == strategies.Timeout {
+			g.expire(c, cl.tag)
+			return
+		}
+		g.reply(c, cl.tag, o, false)
+		return
+	}
+	j := g.newJob(c, svc, r)
+	g.jobs[j].queuedAt = g.now
+	g.admit(j)
+}
+
+// arrival counts an attempt reaching replica r of service s now, and
+// returns the bucket it arrived in.
+func (g *graph) arrival(s *service, r int32, fleet bool) int {
+	k := g.current()
+	s.count(r, func(x *results.ServiceRun) { x.Attempts++ })
+	s.bucket(r, k, func(b *results.Bucket) { b.Attempts++ })
+	if fleet {
+		g.run.Attempts++
+		g.run.Series[k].Attempts++
+	}
+	return k
+}
+
+// turnAway returns the answer of replica r of service s to call c's
+// attempt arriving now (in bucket k) if it is not to be served: refused
+// or failed by an outage (Timeout for one that does not answer),
+// throttled, an idempotent repeat, a random failure, or a full queue.
+// waiting says whether its caller still waits for it; same whether the
+// call is still the one that sent it.
+func (g *graph) turnAway(s *service, r, c int32, k int, fleet, waiting, same bool) (strategies.Outcome, bool) {
 	if o, down := s.outage(g.now, int(r)); down {
 		switch o.mode {
 		case downRefuse:
-			g.answer(j, strategies.Refused)
+			return strategies.Refused, true
 		case downError:
-			g.answer(j, strategies.ServerError)
-		default: // timeout: no answer; the caller gives up
-			g.timeJob(j)
-			g.freeJob(j)
+			return strategies.ServerError, true
+		default:
+			return strategies.Timeout, true
 		}
-		return
 	}
 	cfg := s.cfg
 	if cfg.RateLimit != nil && !s.takeToken(g.now, int(r)) {
 		s.count(r, func(x *results.ServiceRun) { x.Throttled++ })
 		s.bucket(r, k, func(b *results.Bucket) { b.Throttled++ })
-		if jb.fleet {
+		if fleet {
 			g.run.Throttled++
 			g.run.Series[k].Throttled++
 		}
 		if waiting {
-			g.hints[jb.call] = s.hint(g.now, int(r))
+			g.hints[c] = s.hint(g.now, int(r))
 		}
-		g.answer(j, strategies.TooManyRequests)
-		return
+		return strategies.TooManyRequests, true
 	}
-	if cfg.Idempotency && same && cl.flags&flagStarted != 0 {
-		g.answer(j, cachedOutcome(cl.flags))
-		return
+	if cfg.Idempotency && same && g.calls[c].flags&flagStarted != 0 {
+		return cachedOutcome(g.calls[c].flags), true
 	}
 	if p := cfg.FailureProbability; p > 0 && g.rFault.Float64() < p {
 		if waiting && cfg.FailurePushback != nil {
-			g.hints[jb.call] = failureHint
+			g.hints[c] = failureHint
 		}
-		g.answer(j, strategies.ServerError)
-		return
+		return strategies.ServerError, true
 	}
+	if rep := &s.replicas[r]; !s.room(g.now, r) && s.limit >= 0 && rep.queue.len() >= s.limit {
+		s.count(r, func(x *results.ServiceRun) { x.Rejected++ })
+		s.bucket(r, k, func(b *results.Bucket) { b.Rejected++ })
+		if fleet {
+			g.run.Rejected++
+			g.run.Series[k].Rejected++
+		}
+		return strategies.ServerError, true
+	}
+	return 0, false
+}
+
+// room reports whether replica r of s can start an attempt arriving now:
+// a slot is free and no job waits before it. (A queued job goes first:
+// an attempt made while a job's answer is handled, its caller's next
+// call sent at once, may find a slot free before the queue is served.)
+func (s *service) room(now time.Duration, r int32) bool {
 	rep := &s.replicas[r]
-	// A queued job goes first: an attempt made while a job's answer is
-	// handled (its caller's next call, sent at once) may find a slot
-	// free before the queue is served.
-	if rep.busy < s.capacity(g.now, int(r)) && rep.queue.len() == 0 {
+	return rep.busy < s.capacity(now, int(r)) && rep.queue.len() == 0
+}
+
+// admit starts job j, arrived now and not turned away, or queues it.
+func (g *graph) admit(j int32) {
+	jb := &g.jobs[j]
+	s := &g.services[jb.svc]
+	r := jb.replica
+	if s.room(g.now, r) {
 		gen := jb.gen
 		if !g.start(j) {
 			return
@@ -173,18 +238,8 @@ func (g *graph) atService(j int32) {
 		}
 		return
 	}
-	if s.limit >= 0 && rep.queue.len() >= s.limit {
-		s.count(r, func(x *results.ServiceRun) { x.Rejected++ })
-		s.bucket(r, k, func(b *results.Bucket) { b.Rejected++ })
-		if jb.fleet {
-			g.run.Rejected++
-			g.run.Series[k].Rejected++
-		}
-		g.answer(j, strategies.ServerError)
-		return
-	}
 	s.queueChange(g.now, r, 1)
-	rep.queue.push(j)
+	s.replicas[r].queue.push(j)
 	jb.state = jobQueued
 	g.timeJob(j)
 }
