@@ -417,6 +417,26 @@ func (g *graph) expireJob(j int32) {
 	s.startQueued(g, r)
 }
 
+// prefetchQueued starts loading what the jobs likely to start next at
+// replica r read: waiting, they have left the cache. The call of the
+// next, whose job was prefetched as the job before it started, and the
+// job after it.
+func (s *service) prefetchQueued(g *graph, r int32) {
+	q := &s.replicas[r].queue
+	n := q.len()
+	if n == 0 {
+		return
+	}
+	next, after := 0, 1
+	if s.order == lifo {
+		next, after = n-1, n-2
+	}
+	prefetch(unsafe.Pointer(&g.calls[g.jobs[q.at(next)].call]))
+	if n > 1 {
+		prefetch(unsafe.Pointer(&g.jobs[q.at(after)]))
+	}
+}
+
 // startQueued starts queued jobs of replica r while it has free slots,
 // in the service's queue discipline.
 //
@@ -435,14 +455,7 @@ func (s *service) startQueued(g *graph, r int32) {
 		if !ok {
 			break
 		}
-		if q := &s.replicas[r].queue; q.len() > 0 {
-			// Waiting, its call has left the cache; it is likely next.
-			next := q.front()
-			if s.order == lifo {
-				next = q.back()
-			}
-			prefetch(unsafe.Pointer(&g.calls[g.jobs[next].call]))
-		}
+		s.prefetchQueued(g, r)
 		g.start(j)
 	}
 	s.replicas[r].starting = false

@@ -483,7 +483,8 @@ func (s *service) check() {
 	}
 }
 
-// deque is a double-ended queue of jobs.
+// deque is a double-ended queue of jobs: a ring whose length is a power
+// of two (or zero), so that a place is found with a mask.
 type deque struct {
 	buf        []int32
 	head, size int
@@ -491,31 +492,35 @@ type deque struct {
 
 func (d *deque) len() int { return d.size }
 
+// place returns the index in buf of the job i places from the front.
+func (d *deque) place(i int) int { return (d.head + i) & (len(d.buf) - 1) }
+
 func (d *deque) push(j int32) {
 	if d.size == len(d.buf) {
 		grown := make([]int32, max(2*len(d.buf), 16))
 		for i := range d.size {
-			grown[i] = d.buf[(d.head+i)%len(d.buf)]
+			grown[i] = d.buf[d.place(i)]
 		}
 		d.buf, d.head = grown, 0
 	}
-	d.buf[(d.head+d.size)%len(d.buf)] = j
+	d.buf[d.place(d.size)] = j
 	d.size++
 }
 
 func (d *deque) front() int32 { return d.buf[d.head] }
 
-func (d *deque) back() int32 { return d.buf[(d.head+d.size-1)%len(d.buf)] }
+// at returns the job i places from the front.
+func (d *deque) at(i int) int32 { return d.buf[d.place(i)] }
 
 // remove takes job j out of the queue wherever it is (a cancelled hedged
 // copy), keeping the others' order; false when j is not in it.
 func (d *deque) remove(j int32) bool {
 	for i := range d.size {
-		if d.buf[(d.head+i)%len(d.buf)] != j {
+		if d.buf[d.place(i)] != j {
 			continue
 		}
 		for ; i < d.size-1; i++ {
-			d.buf[(d.head+i)%len(d.buf)] = d.buf[(d.head+i+1)%len(d.buf)]
+			d.buf[d.place(i)] = d.buf[d.place(i+1)]
 		}
 		d.size--
 		return true
@@ -525,14 +530,14 @@ func (d *deque) remove(j int32) bool {
 
 func (d *deque) popFront() int32 {
 	j := d.buf[d.head]
-	d.head = (d.head + 1) % len(d.buf)
+	d.head = d.place(1)
 	d.size--
 	return j
 }
 
 func (d *deque) popBack() int32 {
 	d.size--
-	return d.buf[(d.head+d.size)%len(d.buf)]
+	return d.buf[d.place(d.size)]
 }
 
 // take returns the next queued job of replica r to start now, in the
