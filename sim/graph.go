@@ -265,34 +265,21 @@ func (g *graph) prefetchRun() {
 	g.prefetchEvents(g.q.following())
 }
 
-// prefetchEvents prefetches the call or the job each of events names.
+// prefetchEvents prefetches the call or the job (and its call) each of
+// events names, and the creation time of the calls of the kinds that
+// most often end one: in one call to a loop in assembly.
 func (g *graph) prefetchEvents(events []event) {
-	for i := range events {
-		e := &events[i]
-		switch k := e.kind(); {
-		case k == gAtService || k == gWorkDone || k == gJobExpired:
-			if uint(e.a) < uint(len(g.jobs)) {
-				jb := &g.jobs[e.a]
-				prefetch(unsafe.Pointer(jb))
-				if uint(jb.call) < uint(len(g.calls)) {
-					prefetch(unsafe.Pointer(&g.calls[jb.call]))
-					if k == gWorkDone {
-						prefetch(unsafe.Pointer(&g.created[jb.call]))
-					}
-				}
-			}
-		case k >= gResponse:
-			if uint(e.a) < uint(len(g.calls)) {
-				prefetch(unsafe.Pointer(&g.calls[e.a]))
-				prefetch(unsafe.Pointer(&g.created[e.a]))
-			}
-		case k == gTry || k == gWorker || k == gTimeout || k == gGiveUp || k == gCacheHit || k == gHedge || k == gOCCRead || k == gOCCWrite:
-			if uint(e.a) < uint(len(g.calls)) {
-				prefetch(unsafe.Pointer(&g.calls[e.a]))
-			}
-		}
-	}
+	prefetchGraph(events, unsafe.Pointer(unsafe.SliceData(g.calls)), len(g.calls), unsafe.Pointer(unsafe.SliceData(g.created)),
+		unsafe.Pointer(unsafe.SliceData(g.jobs)), len(g.jobs), callEvents, jobEvents, endsCall)
 }
+
+// The kinds of event that name a call, that name a job, and that most
+// often end a call (the end of a job's work, a success).
+const (
+	callEvents = 1<<gTry | 1<<gWorker | 1<<gTimeout | 1<<gGiveUp | 1<<gCacheHit | 1<<gHedge | 1<<gOCCRead | 1<<gOCCWrite | (1<<(gResponse+uint8(strategies.ClientError)+1)-1)&^(1<<gResponse-1)
+	jobEvents  = 1<<gAtService | 1<<gWorkDone | 1<<gJobExpired
+	endsCall   = 1<<gWorkDone | 1<<(gResponse+uint8(strategies.Success))
+)
 
 // advance samples every bucket that ends by t.
 func (g *graph) advance(t time.Duration) {
