@@ -279,12 +279,17 @@ func (g *graph) deadline(c int32) time.Duration {
 // up: its timeout, or its propagated deadline if that comes first;
 // noDeadline for the cache's answer.
 func (g *graph) until(cl *call, c int32) time.Duration {
+	return g.untilSent(cl, c, cl.sentAt)
+}
+
+// untilSent is until for call c's attempt sent at sentAt.
+func (g *graph) untilSent(cl *call, c int32, sentAt time.Duration) time.Duration {
 	if cl.flags&flagCached != 0 {
 		return noDeadline
 	}
 	until := noDeadline
 	if t := g.edges[g.edgeOf(c)].policy.Timeout; t > 0 {
-		until = cl.sentAt + t
+		until = sentAt + t
 	}
 	if g.propagate {
 		until = min(until, g.deadline(c))
@@ -402,7 +407,7 @@ func (g *graph) sendCopy(c int32) {
 		g.arriveAtOnce(c, s, int32(e.callee), r)
 		return
 	}
-	j := g.newJob(c, int32(e.callee), r)
+	j := g.newJob(c, cl.tag, int32(e.callee), r, g.now)
 	if g.copies != nil {
 		cp := &g.copies[c]
 		k := cp.sent

@@ -20,15 +20,15 @@ func TestDequeIsASlice(t *testing.T) {
 	for step := range 20000 {
 		switch op := rng.IntN(10); {
 		case op < 5 || len(want) == 0:
-			d.push(next)
+			d.push(waiter{ref: next, tag: -next})
 			want = append(want, next)
 			next++
 		case op < 7:
-			require.Equal(t, want[0], d.front(), "step %d", step)
-			require.Equal(t, want[0], d.popFront(), "step %d", step)
+			require.Equal(t, want[0], d.front().ref, "step %d", step)
+			require.Equal(t, waiter{ref: want[0], tag: -want[0]}, d.popFront(), "step %d", step)
 			want = want[1:]
 		case op < 9:
-			require.Equal(t, want[len(want)-1], d.popBack(), "step %d", step)
+			require.Equal(t, want[len(want)-1], d.popBack().ref, "step %d", step)
 			want = want[:len(want)-1]
 		default:
 			j := want[rng.IntN(len(want))]
@@ -38,7 +38,7 @@ func TestDequeIsASlice(t *testing.T) {
 		}
 		require.Equal(t, len(want), d.len())
 		for i, j := range want {
-			require.Equal(t, j, d.at(i), "step %d, place %d", step, i)
+			require.Equal(t, j, d.at(i).ref, "step %d, place %d", step, i)
 		}
 	}
 	require.Greater(t, len(d.buf), 16, "the ring grew")

@@ -53,6 +53,9 @@ type graph struct {
 	engine
 	sc        *scenarios.Scenario
 	propagate bool // deadline propagation
+	// waiters: an attempt queued at a replica is its call and tag, its
+	// job made as it starts, not a job (see waiter)
+	waiters bool
 
 	rArrive, rServe, rNet, rFault, rRetry, rBalance, rCache *rand.Rand
 	latency                                                 sampler
@@ -112,6 +115,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	g.services = make([]service, len(deployed))
 	for i := range deployed {
 		g.services[i] = newService(&deployed[i], buckets)
+		g.services[i].index = int32(i)
 		if c := deployed[i].Cache; c != nil {
 			g.services[i].cache = NewCache(c, deployed[i].Outages, g.rCache)
 		}
@@ -146,6 +150,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	}
 	g.calls = hugeSlice[call](capacity)
 	g.sides = needsOf(deployed, policies, sc.Workload.Workers > 0).newSides(capacity)
+	g.waiters = g.links == nil && g.copies == nil && g.latency.zero()
 	if g.fleet.rates.throttle != nil {
 		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
 	}

@@ -8,9 +8,9 @@ import (
 	"github.com/zeontools/herdlab/strategies"
 )
 
-// newJob makes the job of call c's attempt in flight, at replica r of
-// service svc.
-func (g *graph) newJob(c, svc, r int32) int32 {
+// newJob makes the job of call c's attempt tag, sent at sentAt, at
+// replica r of service svc.
+func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 	var j int32
 	if n := len(g.freeJobs); n > 0 {
 		j = g.freeJobs[n-1]
@@ -23,11 +23,11 @@ func (g *graph) newJob(c, svc, r int32) int32 {
 	cl := &g.calls[c]
 	jb := &g.jobs[j]
 	// Field by field: every one is set (a job's gen is kept).
-	jb.call, jb.tag, jb.id, jb.fleet = c, cl.tag, g.callID(c), cl.fleetCall()
+	jb.call, jb.tag, jb.id, jb.fleet = c, tag, g.callID(c), cl.fleetCall()
 	jb.svc, jb.replica, jb.step, jb.pending, jb.calls = svc, r, 0, 0, -1
-	jb.deadline, jb.queuedAt, jb.sentAt, jb.doneAt = noDeadline, 0, g.now, 0
+	jb.deadline, jb.queuedAt, jb.sentAt, jb.doneAt = noDeadline, 0, sentAt, 0
 	jb.edge, jb.sender, jb.state, jb.timed = g.edgeOf(c), cl.sender, jobSent, false
-	until := g.until(cl, c)
+	until := g.untilSent(cl, c, sentAt)
 	if jb.fleet {
 		jb.outer = until
 	} else {
@@ -142,7 +142,12 @@ func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
 		g.reply(c, cl.tag, o, false)
 		return
 	}
-	j := g.newJob(c, svc, r)
+	if g.waiters && !s.room(g.now, r) {
+		g.enqueue(s, r, waiter{ref: c, tag: cl.tag, queuedAt: g.now})
+		g.expire(c, cl.tag)
+		return
+	}
+	j := g.newJob(c, cl.tag, svc, r, g.now)
 	g.jobs[j].queuedAt = g.now
 	g.admit(j)
 }
@@ -238,10 +243,50 @@ func (g *graph) admit(j int32) {
 		}
 		return
 	}
-	s.queueChange(g.now, r, 1)
-	s.replicas[r].queue.push(j)
+	g.enqueue(s, r, waiter{ref: j, queuedAt: g.now})
 	jb.state = jobQueued
 	g.timeJob(j)
+}
+
+// waiter is an attempt in a replica's queue: its job (ref), or where
+// the graph has waiters, its call (ref) and tag, its job made as it
+// starts. A graph has waiters where its queued attempts can do without
+// a job: every call is a request of the fleet (its place never reused),
+// none hedged, and with no network delay (an attempt's sending is its
+// arrival, queuedAt); then the queue holds 16 bytes an attempt, not a
+// job's 96, which an unbounded queue of stale attempts makes count.
+type waiter struct {
+	ref, tag int32
+	queuedAt time.Duration
+}
+
+// enqueue puts w at the back of replica r's queue.
+func (g *graph) enqueue(s *service, r int32, w waiter) {
+	s.queueChange(g.now, r, 1)
+	s.replicas[r].queue.push(w)
+}
+
+// jobOf returns the job of waiter w, taken from replica r of service
+// svc's queue to start: made now where the graph has waiters.
+func (g *graph) jobOf(svc, r int32, w waiter) int32 {
+	if !g.waiters {
+		return w.ref
+	}
+	j := g.newJob(w.ref, w.tag, svc, r, w.queuedAt)
+	jb := &g.jobs[j]
+	jb.queuedAt, jb.state, jb.timed = w.queuedAt, jobQueued, true
+	return j
+}
+
+// answerWaiter answers waiter w, taken from replica r's queue, with o
+// (a 503 that sheds it), without serving it.
+func (g *graph) answerWaiter(s *service, w waiter, o strategies.Outcome) {
+	if !g.waiters {
+		g.answer(w.ref, o)
+		return
+	}
+	s.ended++
+	g.reply(w.ref, w.tag, o, true)
 }
 
 // cachedOutcome is an idempotent service's answer to a repeat of a call
@@ -417,10 +462,10 @@ func (g *graph) expireJob(j int32) {
 	s.startQueued(g, r)
 }
 
-// prefetchQueued starts loading what the jobs likely to start next at
-// replica r read: waiting, they have left the cache. The call of the
-// next, whose job was prefetched as the job before it started, and the
-// job after it.
+// prefetchQueued starts loading what the attempts likely to start next
+// at replica r read: waiting, they have left the cache. The call of the
+// next (whose job, where it has one, was prefetched as the one before it
+// started), and the job after it.
 func (s *service) prefetchQueued(g *graph, r int32) {
 	q := &s.replicas[r].queue
 	n := q.len()
@@ -431,9 +476,13 @@ func (s *service) prefetchQueued(g *graph, r int32) {
 	if s.order == lifo {
 		next, after = n-1, n-2
 	}
-	prefetch(unsafe.Pointer(&g.calls[g.jobs[q.at(next)].call]))
+	if g.waiters {
+		prefetch(unsafe.Pointer(&g.calls[q.at(next).ref]))
+		return
+	}
+	prefetch(unsafe.Pointer(&g.calls[g.jobs[q.at(next).ref].call]))
 	if n > 1 {
-		prefetch(unsafe.Pointer(&g.jobs[q.at(after)]))
+		prefetch(unsafe.Pointer(&g.jobs[q.at(after).ref]))
 	}
 }
 
@@ -451,12 +500,12 @@ func (s *service) startQueued(g *graph, r int32) {
 	}
 	rep.starting = true
 	for s.replicas[r].busy < s.capacity(g.now, int(r)) {
-		j, ok := s.take(g, r)
+		w, ok := s.take(g, r)
 		if !ok {
 			break
 		}
 		s.prefetchQueued(g, r)
-		g.start(j)
+		g.start(g.jobOf(s.index, r, w))
 	}
 	s.replicas[r].starting = false
 }

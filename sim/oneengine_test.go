@@ -19,7 +19,8 @@ import (
 // TestOneServiceGraphAgreesWithTheServer runs every shipped single-server
 // scenario on the single-server engine and, written as a graph of one
 // service, on the graph engine, and compares their outputs byte for byte
-// (summary.json without the engine's wall time, and timeseries.csv):
+// (summary.json without the engine's wall time, timeseries.csv, and the
+// fleet's rates where it has them):
 // with -short, two runs of each strategy at most.
 func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
 	files, err := filepath.Glob("../scenarios/*.yaml")
@@ -61,6 +62,12 @@ func TestOneServiceGraphAgreesWithTheServer(t *testing.T) {
 			}
 			if line := firstDiff(wt, gt); line != "" {
 				t.Errorf("timeseries.csv differs: %s", line)
+			}
+			var wc, gc bytes.Buffer
+			require.NoError(t, results.WriteClientRates(&wc, sc.Bucket, want.Runs))
+			require.NoError(t, results.WriteClientRates(&gc, sc.Bucket, got.Runs))
+			if line := firstDiff(wc.Bytes(), gc.Bytes()); line != "" {
+				t.Errorf("the client rates differ: %s", line)
 			}
 		})
 	}

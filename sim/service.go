@@ -14,6 +14,7 @@ import (
 // slots and a waiting room, and the steps of serving one request.
 type service struct {
 	cfg      *scenarios.Service
+	index    int32 // in the graph's services
 	service  sampler
 	replicas []replica
 	steps    []step
@@ -483,10 +484,10 @@ func (s *service) check() {
 	}
 }
 
-// deque is a double-ended queue of jobs: a ring whose length is a power
-// of two (or zero), so that a place is found with a mask.
+// deque is a double-ended queue of waiters: a ring whose length is a
+// power of two (or zero), so that a place is found with a mask.
 type deque struct {
-	buf        []int32
+	buf        []waiter
 	head, size int
 }
 
@@ -495,28 +496,29 @@ func (d *deque) len() int { return d.size }
 // place returns the index in buf of the job i places from the front.
 func (d *deque) place(i int) int { return (d.head + i) & (len(d.buf) - 1) }
 
-func (d *deque) push(j int32) {
+func (d *deque) push(w waiter) {
 	if d.size == len(d.buf) {
-		grown := make([]int32, max(2*len(d.buf), 16))
+		grown := make([]waiter, max(2*len(d.buf), 16))
 		for i := range d.size {
 			grown[i] = d.buf[d.place(i)]
 		}
 		d.buf, d.head = grown, 0
 	}
-	d.buf[d.place(d.size)] = j
+	d.buf[d.place(d.size)] = w
 	d.size++
 }
 
-func (d *deque) front() int32 { return d.buf[d.head] }
+func (d *deque) front() waiter { return d.buf[d.head] }
 
-// at returns the job i places from the front.
-func (d *deque) at(i int) int32 { return d.buf[d.place(i)] }
+// at returns the waiter i places from the front.
+func (d *deque) at(i int) waiter { return d.buf[d.place(i)] }
 
 // remove takes job j out of the queue wherever it is (a cancelled hedged
-// copy), keeping the others' order; false when j is not in it.
+// copy, in a graph without waiters), keeping the others' order; false
+// when j is not in it.
 func (d *deque) remove(j int32) bool {
 	for i := range d.size {
-		if d.buf[d.place(i)] != j {
+		if d.buf[d.place(i)].ref != j {
 			continue
 		}
 		for ; i < d.size-1; i++ {
@@ -528,40 +530,40 @@ func (d *deque) remove(j int32) bool {
 	return false
 }
 
-func (d *deque) popFront() int32 {
-	j := d.buf[d.head]
+func (d *deque) popFront() waiter {
+	w := d.buf[d.head]
 	d.head = d.place(1)
 	d.size--
-	return j
+	return w
 }
 
-func (d *deque) popBack() int32 {
+func (d *deque) popBack() waiter {
 	d.size--
 	return d.buf[d.place(d.size)]
 }
 
-// take returns the next queued job of replica r to start now, in the
-// service's discipline, shedding (503) on the way the jobs its shed bound
-// or CoDel drops; false when none is left.
-func (s *service) take(g *graph, r int32) (int32, bool) {
+// take returns the next waiter of replica r to start now, in the
+// service's discipline, shedding (503) on the way those its shed bound or
+// CoDel drops; false when none is left.
+func (s *service) take(g *graph, r int32) (waiter, bool) {
 	for {
-		j, ok := s.pop(g, r)
+		w, ok := s.pop(g, r)
 		if !ok {
-			return 0, false
+			return waiter{}, false
 		}
-		if sh := s.cfg.Shed; sh != nil && g.now-g.jobs[j].queuedAt > sh.QueueDelay {
-			s.shed(g, j)
+		if sh := s.cfg.Shed; sh != nil && g.now-w.queuedAt > sh.QueueDelay {
+			s.shed(g, r, w)
 			continue
 		}
-		return j, true
+		return w, true
 	}
 }
 
-// pop takes the next job off replica r's queue by the discipline.
-func (s *service) pop(g *graph, r int32) (int32, bool) {
+// pop takes the next waiter off replica r's queue by the discipline.
+func (s *service) pop(g *graph, r int32) (waiter, bool) {
 	rep := &s.replicas[r]
 	if rep.queue.len() == 0 {
-		return 0, false
+		return waiter{}, false
 	}
 	switch s.order {
 	case lifo:
@@ -569,7 +571,7 @@ func (s *service) pop(g *graph, r int32) (int32, bool) {
 		return rep.queue.popBack(), true
 	case adaptiveLIFO:
 		s.queueChange(g.now, r, -1)
-		if g.now-g.jobs[rep.queue.front()].queuedAt > s.cfg.AdaptiveLIFO.Congested {
+		if g.now-rep.queue.front().queuedAt > s.cfg.AdaptiveLIFO.Congested {
 			return rep.queue.popBack(), true
 		}
 		return rep.queue.popFront(), true
@@ -580,7 +582,7 @@ func (s *service) pop(g *graph, r int32) (int32, bool) {
 	return rep.queue.popFront(), true
 }
 
-// codelPop takes the job at the head of replica r's queue, dropping
+// codelPop takes the waiter at the head of replica r's queue, dropping
 // (503) on the way those CoDel sloughs off. This is the CoDel of RPC
 // servers (folly's executors/Codel, which Facebook's "Fail at Scale"
 // describes), not the packet CoDel of RFC 8289, whose ever closer drops
@@ -588,14 +590,14 @@ func (s *service) pop(g *graph, r int32) (int32, bool) {
 // end of each interval the queue is overloaded when the least queueing
 // delay seen in it exceeded target; while overloaded, a request that
 // waited more than twice the target is dropped rather than served.
-func (s *service) codelPop(g *graph, r int32) (int32, bool) {
+func (s *service) codelPop(g *graph, r int32) (waiter, bool) {
 	rep := &s.replicas[r]
 	c := &rep.codel
 	target := s.cfg.CoDel.Target
 	for rep.queue.len() > 0 {
 		s.queueChange(g.now, r, -1)
-		j := rep.queue.popFront()
-		delay := g.now - g.jobs[j].queuedAt
+		w := rep.queue.popFront()
+		delay := g.now - w.queuedAt
 		if g.now > c.intervalEnd && !c.reset {
 			c.intervalEnd = g.now + s.cfg.CoDel.Interval
 			c.overloaded = c.minDelay > target
@@ -607,21 +609,21 @@ func (s *service) codelPop(g *graph, r int32) (int32, bool) {
 			// interval before CoDel drops.
 			c.reset = false
 			c.minDelay = delay
-			return j, true
+			return w, true
 		}
 		c.minDelay = min(c.minDelay, delay)
 		if c.overloaded && delay > 2*target {
-			s.shed(g, j)
+			s.shed(g, r, w)
 			continue
 		}
-		return j, true
+		return w, true
 	}
-	return 0, false
+	return waiter{}, false
 }
 
-// shed answers queued job j with a 503 instead of serving it.
-func (s *service) shed(g *graph, j int32) {
-	jb := &g.jobs[j]
-	s.count(jb.replica, func(x *results.ServiceRun) { x.Shed++ })
-	g.answer(j, strategies.ServerError)
+// shed answers waiter w, taken from replica r's queue, with a 503
+// instead of serving it.
+func (s *service) shed(g *graph, r int32, w waiter) {
+	s.count(r, func(x *results.ServiceRun) { x.Shed++ })
+	g.answerWaiter(s, w, strategies.ServerError)
 }
