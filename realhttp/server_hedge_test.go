@@ -16,12 +16,13 @@ import (
 // serves one at a time for 100 ms, each hedged after 50 ms with cancel.
 // The queue holds the first copies of requests 2-5, then the 5 hedges;
 // each request's first copy wins, and its hedge, cancelled by the
-// sender, must leave the queue unserved, as in the simulator (which
-// processes each request once: no duplicates). The last hedge alone may
-// be served: it is next in the queue when its request's winner is
-// answered, before the sender can hang up on it (the simulator, with no
-// network latency, cancels it in the same instant). Without the drop
-// all 5 hedges were served: 10 processed, 5 duplicates.
+// sender, must leave the queue unserved, as in the simulator. The last
+// hedge alone is served: it is next in the queue when its request's
+// winner is answered, and the freed slot takes it before the sender can
+// hang up on it. The simulator does the same, with no network latency
+// in the same instant (the slot is taken before the answer is sent): 6
+// processed, 1 duplicate. Without the drop all 5 hedges were served: 10
+// processed, 5 duplicates.
 func TestServerDropsCancelledHedges(t *testing.T) {
 	serverTestLeaks(t)
 	sc, err := scenarios.Parse("hedge.yaml", []byte(`
@@ -39,8 +40,8 @@ strategies:
 	simRun := res.Runs[0]
 	require.Equal(t, int64(5), simRun.Delivered)
 	require.Equal(t, int64(5), simRun.Hedges)
-	require.Equal(t, int64(5), simRun.Processed, "the simulator serves no cancelled copy")
-	require.Zero(t, simRun.Duplicates)
+	require.Equal(t, int64(6), simRun.Processed, "the simulator serves the last hedge alone")
+	require.Equal(t, int64(1), simRun.Duplicates)
 
 	s := serverTestStart(t, sc, ServerOptions{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -58,7 +59,7 @@ strategies:
 		return st.Queued == 0 && st.InFlight == 0
 	}, 5*time.Second, 10*time.Millisecond, "the server's queue empties")
 	t.Logf("real: processed %d, duplicates %d; simulated: processed %d, duplicates %d", st.Processed, st.Duplicates, simRun.Processed, simRun.Duplicates)
-	assert.LessOrEqual(t, st.Processed, simRun.Processed+1, "the cancelled hedges left the queue unserved")
-	assert.LessOrEqual(t, st.Duplicates, simRun.Duplicates+1)
-	assert.GreaterOrEqual(t, st.Processed, simRun.Processed, "every winner was served")
+	assert.LessOrEqual(t, st.Processed, simRun.Processed, "the cancelled hedges left the queue unserved")
+	assert.LessOrEqual(t, st.Duplicates, simRun.Duplicates)
+	assert.GreaterOrEqual(t, st.Processed, simRun.Processed-1, "every winner was served")
 }

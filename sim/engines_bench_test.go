@@ -92,13 +92,22 @@ func TestEngineChild(t *testing.T) {
 	}
 	sc, err := scenarios.Load(file)
 	require.NoError(t, err)
-	if os.Getenv("HERDLAB_ENGINE") == "graph" {
+	graph := os.Getenv("HERDLAB_ENGINE") == "graph"
+	if graph {
 		sc = oneService(sc)
 	}
 	start, _ := cpuTimes()
 	var events int64
 	for s := range sc.Strategies {
-		r, err := RunOne(context.Background(), sc, s, 0, nil, 0)
+		if graph {
+			r, err := RunOne(context.Background(), sc, s, 0, nil, 0)
+			require.NoError(t, err)
+			events += r.Events
+			continue
+		}
+		w := newWorld(sc, &sc.Strategies[s], 0, RunSeed(sc.Seed, 0))
+		w.setLimits(nil, expectedRequests(sc), 0)
+		r, err := w.simulate(context.Background())
 		require.NoError(t, err)
 		events += r.Events
 	}

@@ -157,12 +157,12 @@ const (
 	listedEventBytes = int64(unsafe.Sizeof(wheelChunk{})/wheelChunkLen) * 11 / 10
 	eventsPerCall    = 2
 	lockstepEvents   = 3
-	// queueEntryBytes is a request's entry in the server's waiting room,
-	// a ring of 8 B that doubles as it grows. A request may wait there
-	// maxWaiting times at once: attempts that timed out stay queued
-	// beside their retries (measured: 2.15 entries a request, 500,000
-	// requests through a 30 s outage into an unlimited queue).
-	queueEntryBytes = 2 * 8
+	// queueEntryBytes is an attempt's entry in a replica's waiting room
+	// (a waiter), a ring that doubles as it grows. A request may wait
+	// there maxWaiting times at once: attempts that timed out stay
+	// queued beside their retries (measured: 2.15 entries a request,
+	// 500,000 requests through a 30 s outage into an unlimited queue).
+	queueEntryBytes = 2 * int64(unsafe.Sizeof(waiter{}))
 	maxWaiting      = 3
 	// chartBytes is what drawing the charts takes per bucket of a run
 	// (measured: 700 MB for 5 runs of a million buckets).
@@ -227,9 +227,9 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		anyHedge = anyHedge || p.Hedge != nil
 		anyExt = anyExt || p.Throttle != nil || p.Budget.Shared() || (p.Hedge != nil && p.Hedge.Percentile > 0)
 	}
-	// A request, its creation time, its events, its place in the
-	// dead-letter queue.
-	perReq := int64(unsafe.Sizeof(request{})) + 8 + (events+lock)*listedEventBytes + 4
+	// A request (the fleet's call), its creation time, its events, its
+	// place in the dead-letter queue.
+	perReq := int64(unsafe.Sizeof(call{})) + 8 + (events+lock)*listedEventBytes + 4
 	if lock > 0 {
 		extras = append(extras, "a herd retried at one instant")
 	}
@@ -242,7 +242,7 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		extras = append(extras, "a breaker permit")
 	}
 	if anyHedge {
-		perReq += int64(unsafe.Sizeof(copies{}))
+		perReq += int64(unsafe.Sizeof(callCopies{}))
 		extras = append(extras, "its hedged copies")
 	}
 	if sc.Server.RateLimit != nil {
@@ -272,6 +272,16 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	}
 	if !sc.Server.Concurrency.Unlimited() {
 		serving = min(serving, float64(sc.Server.Concurrency))
+	} else {
+		queued = 0 // no attempt waits for a slot
+	}
+	// The server is a graph's service: an attempt in service is a job,
+	// and so is one on its way there or queued where the graph has no
+	// waiters (see waiter).
+	jobBytes := int64(unsafe.Sizeof(job{})) + 4 // + its place on the free list
+	entryBytes := queueEntryBytes
+	if travels || anyHedge {
+		entryBytes += jobBytes
 	}
 	what := fmt.Sprintf("%s requests x %s", results.Count(math.Round(reqs)), results.Bytes(perReq))
 	if len(extras) > 0 {
@@ -279,9 +289,13 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	}
 	n.perRun = append(n.perRun,
 		need{path, toBytes(growth * reqs * float64(perReq)), what},
-		need{"server.queue", toBytes(growth * queued * queueEntryBytes), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
-		need{"server.concurrency", toBytes(serving * float64(listedEventBytes)), fmt.Sprintf("up to %s requests in service, each with its end pending", results.Count(math.Round(serving)))},
+		need{"server.queue", toBytes(growth * queued * float64(entryBytes)), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
+		need{"server.concurrency", toBytes(serving * float64(jobBytes+listedEventBytes)), fmt.Sprintf("up to %s requests in service, each a job with its end pending", results.Count(math.Round(serving)))},
 	)
+	if travels {
+		n.perRun = append(n.perRun, need{"network.latency", toBytes(growth * reqs * float64(jobBytes)),
+			fmt.Sprintf("up to %s attempts on their way, each a job", results.Count(math.Round(reqs)))})
+	}
 	chunks := (growth*reqs*float64(events+lock) + serving) * float64(listedEventBytes)
 	if ahead := slabAhead(toBytes(chunks)); ahead > 0 {
 		n.perRun = append(n.perRun, need{path, ahead, "the event list's chunks allocated ahead of use"})

@@ -148,15 +148,21 @@ func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 	return runOne(ctx, sc, strategy, run, progress, maxEvents)
 }
 
+// runOne runs the graph engine: a single server is a graph of one
+// service (oneService), whose run reports no services or edges, as the
+// server is the scenario's.
 func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
-	if sc.Graph() {
-		g := newGraph(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
-		g.setLimits(progress, expectedRequests(sc), maxEvents)
-		return g.simulate(ctx)
+	g := sc
+	if !sc.Graph() {
+		g = oneService(sc)
 	}
-	w := newWorld(sc, &sc.Strategies[strategy], run, RunSeed(sc.Seed, run))
-	w.setLimits(progress, expectedRequests(sc), maxEvents)
-	return w.simulate(ctx)
+	gr := newGraph(g, &g.Strategies[strategy], run, RunSeed(sc.Seed, run))
+	gr.setLimits(progress, expectedRequests(sc), maxEvents)
+	r, err := gr.simulate(ctx)
+	if err == nil && !sc.Graph() {
+		r.Services, r.Edges = nil, nil
+	}
+	return r, err
 }
 
 // Summary summarises the runs of a scenario: runs holds sc.Runs runs of
