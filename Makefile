@@ -87,8 +87,7 @@ test-plain:
 # internal/maketest checks that they do.
 LONG_TESTS := TestReplayAgreesWithTheSimulation TestReplayAgreesWithTheSimulationAgainstServe \
 	TestReplayAgreesWithTheSimulationOrSaysSoAt50000Requests TestGraphReplayAgreesWithTheSimulation \
-	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries \
-	TestOneServiceGraphAgreesWithTheServer
+	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries
 LONG_PKGS  := ./cmd/herdlab ./scenarios ./sim
 empty :=
 space := $(empty) $(empty)

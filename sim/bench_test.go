@@ -205,7 +205,7 @@ func BenchmarkScale(b *testing.B) {
 // user-1e7/1e6 is the ratio without it.
 func BenchmarkScaleInTurn(b *testing.B) {
 	small, large := scaledMillion(b, 1e6), scaledMillion(b, 1e7)
-	const smallReqs, largeReqs = 1e6 * int(unsafe.Sizeof(request{})), 1e7 * int(unsafe.Sizeof(request{}))
+	const smallReqs, largeReqs = 1e6 * int(unsafe.Sizeof(call{})), 1e7 * int(unsafe.Sizeof(call{}))
 	var small1, small2, largeCPU, smallSys, largeSys time.Duration
 	var latSmall, latLarge float64
 	var holdSmall, holdLarge, floorSmall, floorLarge time.Duration
@@ -302,7 +302,7 @@ func timeRun(b *testing.B, sc *scenarios.Scenario) (cpu, sys time.Duration, even
 // counts the host's scheduling too.
 func BenchmarkMemoryLatency(b *testing.B) {
 	for _, n := range []int{1e5, 1e6, 1e7, 1e8} {
-		size := n * int(unsafe.Sizeof(request{}))
+		size := n * int(unsafe.Sizeof(call{}))
 		b.Run(fmt.Sprintf("MB=%d", size/1e6), func(b *testing.B) {
 			var ns float64
 			for b.Loop() {
@@ -445,7 +445,7 @@ func maxRSS() int64 {
 // floorHolds returns the CPU time of holds holds in wheelHolds' model
 // with a request behind each event, as in a run: pending requests of 32
 // bytes, one pending event each, in no particular order. A hold
-// prefetches as the engine does (world.prefetchRun), pops the earliest
+// prefetches as the engine does (graph.prefetchRun), pops the earliest
 // event, reads and writes the request it names and pushes that request's
 // next event. It is the least an engine does whose events each touch a
 // request of millions through this event list: what it costs more per
@@ -455,15 +455,15 @@ func floorHolds(pending int, holds int64) time.Duration {
 	q, incr := holdWheel(pending)
 	defer q.release()
 	mask := len(incr) - 1
-	reqs := hugeSlice[request](pending)[:pending]
+	reqs := hugeSlice[call](pending)[:pending]
 	base := unsafe.Pointer(unsafe.SliceData(reqs))
 	var loads uint64
 	return timeHolds(pending, holds, func(i int) {
 		e, _ := q.pop()
 		if run, l := q.upcoming(); l != loads {
 			loads = l
-			prefetchRequests(run, base, pending, nil, 0)
-			prefetchRequests(q.following(), base, pending, nil, 0)
+			prefetchGraph(run, base, pending, nil, nil, 0, ^uint64(0), 0, 0)
+			prefetchGraph(q.following(), base, pending, nil, nil, 0, ^uint64(0), 0, 0)
 		}
 		r := &reqs[e.a]
 		r.attempts++

@@ -43,10 +43,9 @@ func (e *edge) sender(i int32) *strategies.Sender {
 
 // call is one caller's request to a service, retried by its edge's
 // policy: a request of the fleet (flagFleet), or one copy of a
-// downstream call made by a job. It is 32 bytes, two to a cache line,
-// as the single-server engine's requests are: a run of a million
-// requests holds a million calls and touches them in no particular
-// order. What an attempt's events do not read (when it was created),
+// downstream call made by a job. It is 32 bytes, two to a cache line:
+// a run of a million requests holds a million calls and touches them in
+// no particular order. What an attempt's events do not read (when it was created),
 // and what only some graphs need, lives in slices beside the calls
 // (see sides), allocated only then.
 type call struct {
@@ -89,7 +88,8 @@ type sides struct {
 	// attempt in flight (0 without)
 	replicas []int16
 	// with a rate limit or a failure pushback: the last 429's
-	// Retry-After header plus 1, or failureHint (see world.hints)
+	// Retry-After header (see retryAfterHeader) plus 1 (0: none), or
+	// failureHint
 	hints []uint32
 }
 
@@ -245,7 +245,9 @@ func (g *graph) addCall() int32 {
 
 // retryState puts call c's strategies.Request together, from the parts
 // the graph keeps, in g.retry, and returns it for a call to its policy;
-// setRetryState keeps what the call changed (see world.retryState).
+// setRetryState keeps what the call changed. (A Request on the stack
+// would escape to the heap through the policy's interfaces: an
+// allocation per call.)
 func (g *graph) retryState(c int32) *strategies.Request {
 	cl := &g.calls[c]
 	q := &g.retry

@@ -7,8 +7,8 @@ import (
 	"github.com/zeontools/herdlab/strategies"
 )
 
-// A graph's hedged calls (see strategies.Hedge, and world_hedge.go for
-// the single server's): the copies of a call's attempt in flight, each a
+// A graph's hedged calls (see strategies.Hedge): the copies of a call's
+// attempt in flight, each a
 // job at the replica the balancer picked for it. Without hedging on any
 // edge copies is nil and an attempt is one copy, its tag the call's.
 

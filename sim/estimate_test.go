@@ -189,11 +189,11 @@ strategies:
 	assert.NotContains(t, err.Error(), "patient")
 
 	// Exactly at the budget, not a batch past it.
-	w := newWorld(sc, &sc.Strategies[1], 0, 1)
-	w.maxEvents = 1234
-	_, err = w.simulate(context.Background())
+	g := newGraph(oneService(sc), &sc.Strategies[1], 0, 1)
+	g.maxEvents = 1234
+	_, err = g.simulate(context.Background())
 	require.ErrorIs(t, err, ErrEventBudget)
-	assert.Equal(t, int64(1234), w.events)
+	assert.Equal(t, int64(1234), g.events)
 
 	res, err := Run(context.Background(), sc, Options{Strategies: []string{"patient"}, MaxEvents: 100_000})
 	require.NoError(t, err, "a run within its budget is not touched")

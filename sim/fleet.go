@@ -218,7 +218,7 @@ func (f *fleet) finish(g *graph) {
 
 // replay sends dead letter number k back (k = -1 starts the replay): the
 // replay takes the dead letters in the queue when it starts, at the
-// scenario's rate, with fresh attempt counts (see world.replay).
+// scenario's rate, with fresh attempt counts.
 func (f *fleet) replay(g *graph, k int32) {
 	if k < 0 {
 		f.replayed = len(f.dlq)
@@ -240,7 +240,7 @@ func (f *fleet) replay(g *graph, k int32) {
 }
 
 // free ends fleet request c's hold on its sender's worker after decision
-// d (see world.free): but in a blocking dispatcher, whose worker sleeps
+// d: but in a blocking dispatcher, whose worker sleeps
 // through the request's backoff, and is freed only when the request is
 // delivered or given up. The worker goes to the request that has waited
 // longest for one, which is tried now.

@@ -85,14 +85,14 @@ func TestLargeArraysAskForHugePages(t *testing.T) {
 	if mode := thpMode(t); mode != "madvise" {
 		t.Skipf("transparent huge pages are %q: only under madvise does eligibility show the advice", mode)
 	}
-	reqs := hugeSlice[request](1 << 20) // 32 MiB
+	reqs := hugeSlice[call](1 << 20) // 32 MiB
 	q := newWheelQueue()
 	for range 1600 * wheelBlockLen { // 100 MB of chunks, as 4M events take
 		q.newChunk(&q.freeRing)
 	}
 	ms := mappings(t)
 
-	size := uintptr(cap(reqs)) * unsafe.Sizeof(request{})
+	size := uintptr(cap(reqs)) * unsafe.Sizeof(call{})
 	got := eligible(ms, unsafe.Pointer(unsafe.SliceData(reqs)), size)
 	assert.GreaterOrEqual(t, float64(got), 0.85*float64(size), "a 32 MiB request array: %d of %d bytes may be huge pages", got, size)
 

@@ -290,7 +290,9 @@ func (g *graph) answerWaiter(s *service, w waiter, o strategies.Outcome) {
 }
 
 // cachedOutcome is an idempotent service's answer to a repeat of a call
-// whose key it has seen (see world.cached).
+// whose key it has seen: the stored success once the first processing
+// is done, and while it is still going on a 503 that asks the caller to
+// come back (the call is not processed twice either way).
 func cachedOutcome(flags uint8) strategies.Outcome {
 	if flags&flagProcessed != 0 {
 		return strategies.Success
@@ -368,7 +370,7 @@ func (g *graph) proceed(j int32) {
 }
 
 // slowdown returns what busy requests in service add to a service time
-// that starts now (see world.slowdown).
+// that starts now: Slowdown for each, at most maxSample in all.
 func (s *service) slowdown(busy int) time.Duration {
 	sd := s.cfg.Slowdown
 	if sd == 0 || busy <= 0 {

@@ -6,7 +6,7 @@ import (
 )
 
 // A service of model occ is a single row under optimistic concurrency
-// control (see world_occ.go for the single server's): an attempt reads
+// control: an attempt reads
 // the row's version, and as soon as the answer is back writes, on
 // condition that no other write committed since. It has no slots, queue
 // or outages; nothing waits at it.

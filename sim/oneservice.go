@@ -3,7 +3,7 @@ package sim
 import "github.com/zeontools/herdlab/scenarios"
 
 // oneService returns sc with its server written as a graph of one
-// service, named "server": the same model, run by the graph engine.
+// service, named "server": how the engine runs a single server.
 func oneService(sc *scenarios.Scenario) *scenarios.Scenario {
 	g := *sc
 	g.Services = []scenarios.Service{{

@@ -8,14 +8,6 @@ import "unsafe"
 //go:noescape
 func prefetch(p unsafe.Pointer)
 
-// prefetchRequests prefetches, for each of events whose a is below n,
-// the request at reqs (of 32 bytes) it names, and, where ends has the
-// bit of its kind, its creation time at created (of 8 bytes): the loop
-// of world.prefetchEvents in one call rather than a call a line.
-//
-//go:noescape
-func prefetchRequests(events []event, reqs unsafe.Pointer, n int, created unsafe.Pointer, ends uint64)
-
 // prefetchGraph prefetches, for each of events, the call it names where
 // callKinds has the bit of its kind, or where jobKinds has it, the job it
 // names (of 96 bytes) and that job's call (its first field, read: jobs
@@ -26,10 +18,9 @@ func prefetchRequests(events []event, reqs unsafe.Pointer, n int, created unsafe
 //go:noescape
 func prefetchGraph(events []event, calls unsafe.Pointer, ncalls int, created unsafe.Pointer, jobs unsafe.Pointer, njobs int, callKinds, jobKinds, endKinds uint64)
 
-// The layout prefetchRequests and prefetchGraph read: an index out of range here fails
+// The layout prefetchGraph reads: an index out of range here fails
 // the build.
 var (
-	_ = [1]struct{}{}[unsafe.Sizeof(request{})-32]
 	_ = [1]struct{}{}[unsafe.Sizeof(event{})-24]
 	_ = [1]struct{}{}[unsafe.Offsetof(event{}.sk)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(event{}.a)-16]

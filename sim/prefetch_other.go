@@ -7,9 +7,6 @@ import "unsafe"
 // prefetch does nothing on this architecture.
 func prefetch(unsafe.Pointer) {}
 
-// prefetchRequests does nothing on this architecture.
-func prefetchRequests([]event, unsafe.Pointer, int, unsafe.Pointer, uint64) {}
-
 // prefetchGraph does nothing on this architecture.
 func prefetchGraph([]event, unsafe.Pointer, int, unsafe.Pointer, unsafe.Pointer, int, uint64, uint64, uint64) {
 }

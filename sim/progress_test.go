@@ -50,14 +50,14 @@ func progressTrace(t *testing.T, yaml string) (reports [][2]int64, events int64)
 	t.Helper()
 	sc, err := scenarios.Parse("progress.yaml", []byte(yaml))
 	require.NoError(t, err)
-	w := newWorld(sc, &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
+	g := newGraph(oneService(sc), &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
 	var done int64
-	w.setLimits(func(n int) {
+	g.setLimits(func(n int) {
 		assert.Positive(t, n, "a report adds units")
 		done += int64(n)
-		reports = append(reports, [2]int64{w.events, done})
+		reports = append(reports, [2]int64{g.events, done})
 	}, expectedRequests(sc), 0)
-	r, err := w.simulate(context.Background())
+	r, err := g.simulate(context.Background())
 	require.NoError(t, err)
 	require.NotEmpty(t, reports)
 	assert.EqualValues(t, ProgressUnits, done, "a run is ProgressUnits units")

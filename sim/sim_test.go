@@ -280,8 +280,8 @@ func TestPropertiesOfRandomScenarios(t *testing.T) {
 	}
 }
 
-func TestRequestIsHalfACacheLine(t *testing.T) {
-	assert.Equal(t, uintptr(32), unsafe.Sizeof(request{}))
+func TestCallIsHalfACacheLine(t *testing.T) {
+	assert.Equal(t, uintptr(32), unsafe.Sizeof(call{}))
 }
 
 func TestNoAllocationPerEvent(t *testing.T) {

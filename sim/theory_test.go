@@ -293,15 +293,15 @@ func TestPoissonStreamPerSender(t *testing.T) {
 		sc.Duration = 20 * time.Second
 		sc.Strategies[0].Budget = &scenarios.Budget{Kind: "tokens", MaxTokens: 10, TokenRatio: 0.1} // senders matter
 		require.NoError(t, sc.Validate())
-		w := newWorld(sc, &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
-		_, err := w.simulate(context.Background())
+		g := newGraph(oneService(sc), &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
+		_, err := g.simulate(context.Background())
 		require.NoError(t, err)
 		counts := make([]float64, 100)
-		for _, r := range w.reqs {
-			counts[r.sender]++
+		for _, c := range g.calls {
+			counts[c.sender]++
 		}
 		mean, variance := stat.MeanVariance(counts, nil)
-		return variance / mean, len(w.reqs)
+		return variance / mean, len(g.calls)
 	}
 	dealt, n := dispersion(false)
 	assert.Less(t, dealt, 0.05, "dealt in turn: equal counts")
