@@ -189,7 +189,7 @@ strategies:
 	assert.NotContains(t, err.Error(), "patient")
 
 	// Exactly at the budget, not a batch past it.
-	g := newGraph(oneService(sc), &sc.Strategies[1], 0, 1)
+	g := newRun(sc, 1, 0, 1)
 	g.maxEvents = 1234
 	_, err = g.simulate(context.Background())
 	require.ErrorIs(t, err, ErrEventBudget)
@@ -350,7 +350,7 @@ func TestTheEstimateCountsEverySide(t *testing.T) {
 		}
 		graphs++
 		for i, st := range sc.Strategies {
-			g := newGraph(sc, &sc.Strategies[i], 0, 1)
+			g := newGraph(sc, &sc.Strategies[i], 0, 1, true)
 			var allocated int64
 			sides := reflect.ValueOf(g.sides)
 			for k := range sides.NumField() {

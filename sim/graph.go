@@ -53,6 +53,7 @@ type graph struct {
 	engine
 	sc        *scenarios.Scenario
 	propagate bool // deadline propagation
+	report    bool // the run reports its services and edges
 	// waiters: an attempt queued at a replica is its call and tag, its
 	// job made as it starts, not a job (see waiter)
 	waiters bool
@@ -88,7 +89,10 @@ type graph struct {
 	loads uint64 // the event queue's last run prefetched
 }
 
-func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64) *graph {
+// newGraph prepares run number run of strategy st on sc's graph, with
+// seed; services says whether the run reports its services and edges
+// (not for a single server, the graph of one service newRun makes).
+func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint64, services bool) *graph {
 	g := &graph{
 		engine:    newEngine(st.Name, sc.Duration),
 		sc:        sc,
@@ -114,12 +118,14 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	deployed := sc.ServicesFor(st)
 	g.services = make([]service, len(deployed))
 	for i := range deployed {
-		g.services[i] = newService(&deployed[i], buckets)
+		g.services[i] = newService(&deployed[i], buckets, services)
 		g.services[i].index = int32(i)
 		if c := deployed[i].Cache; c != nil {
 			g.services[i].cache = NewCache(c, deployed[i].Outages, g.rCache)
 		}
-		g.run.Services = append(g.run.Services, g.services[i].stats)
+		if services {
+			g.run.Services = append(g.run.Services, g.services[i].stats)
+		}
 	}
 	g.edges = []edge{newEdge(st.Policy(), -1, g.target, nil, 0)}
 	g.run.Edges = []results.EdgeRun{{Callee: sc.Services[g.target].Name}}
@@ -149,6 +155,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		capacity += capacity/8 + 1024
 	}
 	g.calls = hugeSlice[call](capacity)
+	g.report = services
 	g.sides = needsOf(deployed, policies, sc.Workload.Workers > 0).newSides(capacity)
 	g.waiters = g.links == nil && g.copies == nil && g.latency.zero()
 	if g.fleet.rates.throttle != nil {
@@ -182,6 +189,9 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 		g.sample()
 	}
 	g.finish()
+	if !g.report {
+		g.run.Edges = nil
+	}
 	g.run.Events = g.events
 	g.run.Wall = time.Since(start)
 	return g.run, nil
@@ -302,7 +312,7 @@ func (g *graph) sample() {
 		g.services[i].sample(g.sampled, start, end)
 	}
 	b := &g.run.Series[g.sampled]
-	t := &g.services[g.target].stats.Series[g.sampled]
+	t := &g.services[g.target].queues
 	b.Queue, b.InFlight, b.QueueMax, b.QueueMean = t.Queue, t.InFlight, t.QueueMax, t.QueueMean
 	b.DLQ = int64(g.fleet.dead)
 	b.Delayed = int64(g.fleet.delayed)

@@ -427,7 +427,7 @@ func TestModelRetryAfterHintTable(t *testing.T) {
 		sc := model(t, 0, 100*time.Millisecond, 1)
 		sc.Server.RateLimit = &scenarios.RateLimit{Rate: tt.rate, Burst: 1, RetryAfter: scenarios.AutoDuration(tt.fixed), Format: "seconds"}
 		require.NoError(t, sc.Validate())
-		s := &newGraph(oneService(sc), &sc.Strategies[0], 0, 1).services[0]
+		s := &newRun(sc, 0, 0, 1).services[0]
 		s.replicas[0].tokens = tt.tokens
 		got := time.Duration(s.hint(0, 0)-1) * time.Second
 		assert.Equal(t, tt.want, got, "rate %v, retry_after %s, tokens %v", tt.rate, tt.fixed, tt.tokens)

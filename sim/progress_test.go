@@ -50,7 +50,7 @@ func progressTrace(t *testing.T, yaml string) (reports [][2]int64, events int64)
 	t.Helper()
 	sc, err := scenarios.Parse("progress.yaml", []byte(yaml))
 	require.NoError(t, err)
-	g := newGraph(oneService(sc), &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
+	g := newRun(sc, 0, 0, RunSeed(sc.Seed, 0))
 	var done int64
 	g.setLimits(func(n int) {
 		assert.Positive(t, n, "a report adds units")

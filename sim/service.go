@@ -29,8 +29,9 @@ type service struct {
 	// each in order of start
 	downs, slows []window
 
-	stats *results.ServiceRun
-	cache *Cache // nil without one
+	stats  *results.ServiceRun // without a series where the run does not report it
+	queues results.Bucket      // the queue figures of the last bucket sampled
+	cache  *Cache              // nil without one
 	// occ: the service is a single row under optimistic concurrency
 	// control (see occ.go), at this version
 	occ     bool
@@ -159,7 +160,7 @@ type tally struct {
 	done         bool
 }
 
-func newService(cfg *scenarios.Service, buckets int) service {
+func newService(cfg *scenarios.Service, buckets int, series bool) service {
 	s := service{
 		cfg:      cfg,
 		service:  newSampler(&cfg.ServiceTime),
@@ -178,8 +179,10 @@ func newService(cfg *scenarios.Service, buckets int) service {
 	}
 	capacity := cfg.Server.Capacity()
 	conc := max(s.slots, 0)
-	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Series: make([]results.Bucket, buckets),
-		Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
+	if series {
+		s.stats.Series = make([]results.Bucket, buckets)
+	}
 	if cfg.Cache != nil {
 		s.stats.Cache = make([]results.CacheBucket, buckets)
 	}
@@ -419,8 +422,12 @@ func (s *service) count(r int32, f func(*results.ServiceRun)) {
 	}
 }
 
-// bucket adds to the service's and the replica's bucket k.
+// bucket adds to the service's and the replica's bucket k (where it
+// keeps a series).
 func (s *service) bucket(r int32, k int, f func(*results.Bucket)) {
+	if s.stats.Series == nil {
+		return
+	}
 	f(&s.stats.Series[k])
 	if st := s.replicas[r].stats; st != nil {
 		f(&st.Series[k])
@@ -443,11 +450,15 @@ func (s *service) queueChange(now time.Duration, r int32, delta int) {
 // sample records the queues and the work in service at the end of bucket
 // k, from start to end.
 func (s *service) sample(k int, start, end time.Duration) {
-	b := &s.stats.Series[k]
+	b := &s.queues
 	b.Queue, b.InFlight = int64(s.queued), int64(s.busy)
 	b.QueueMax = int64(s.queueMax)
 	b.QueueMean = (s.queueArea + float64(s.queued)*float64(end-s.queueAt)) / float64(end-start)
 	s.queueAt, s.queueArea, s.queueMax = end, 0, s.queued
+	if s.stats.Series != nil {
+		t := &s.stats.Series[k]
+		t.Queue, t.InFlight, t.QueueMax, t.QueueMean = b.Queue, b.InFlight, b.QueueMax, b.QueueMean
+	}
 	for r := range s.replicas {
 		rep := &s.replicas[r]
 		if rep.stats == nil {
@@ -466,13 +477,16 @@ func (s *service) sample(k int, start, end time.Duration) {
 // reached it was answered, dropped, or is still queued, served or on its
 // way back.
 func (s *service) check() {
-	var attempts int64
-	for _, b := range s.stats.Series {
-		attempts += b.Attempts
+	if s.stats.Series != nil {
+		var attempts int64
+		for _, b := range s.stats.Series {
+			attempts += b.Attempts
+		}
+		if attempts != s.stats.Attempts {
+			conservation("service %s: %d attempts in its series, %d counted", s.cfg.Name, attempts, s.stats.Attempts)
+		}
 	}
-	if attempts != s.stats.Attempts {
-		conservation("service %s: %d attempts in its series, %d counted", s.cfg.Name, attempts, s.stats.Attempts)
-	}
+	attempts := s.stats.Attempts
 	for _, rep := range s.stats.Replicas {
 		attempts -= rep.Attempts
 	}

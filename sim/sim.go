@@ -149,20 +149,23 @@ func RunOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, prog
 }
 
 // runOne runs the graph engine: a single server is a graph of one
-// service (oneService), whose run reports no services or edges, as the
-// server is the scenario's.
+// service (oneService), as the server is the scenario's.
 func runOne(ctx context.Context, sc *scenarios.Scenario, strategy, run int, progress func(units int), maxEvents int64) (*results.Run, error) {
-	g := sc
-	if !sc.Graph() {
-		g = oneService(sc)
+	g := newRun(sc, strategy, run, RunSeed(sc.Seed, run))
+	g.setLimits(progress, expectedRequests(sc), maxEvents)
+	return g.simulate(ctx)
+}
+
+// newRun prepares run number run of sc's strategy at index strategy,
+// with seed: on sc's graph, or on its server as a graph of one service
+// whose run reports no services or edges (and keeps no series of the
+// service's own, which would only repeat the run's).
+func newRun(sc *scenarios.Scenario, strategy, run int, seed uint64) *graph {
+	if sc.Graph() {
+		return newGraph(sc, &sc.Strategies[strategy], run, seed, true)
 	}
-	gr := newGraph(g, &g.Strategies[strategy], run, RunSeed(sc.Seed, run))
-	gr.setLimits(progress, expectedRequests(sc), maxEvents)
-	r, err := gr.simulate(ctx)
-	if err == nil && !sc.Graph() {
-		r.Services, r.Edges = nil, nil
-	}
-	return r, err
+	g := oneService(sc)
+	return newGraph(g, &g.Strategies[strategy], run, seed, false)
 }
 
 // Summary summarises the runs of a scenario: runs holds sc.Runs runs of

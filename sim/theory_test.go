@@ -293,7 +293,7 @@ func TestPoissonStreamPerSender(t *testing.T) {
 		sc.Duration = 20 * time.Second
 		sc.Strategies[0].Budget = &scenarios.Budget{Kind: "tokens", MaxTokens: 10, TokenRatio: 0.1} // senders matter
 		require.NoError(t, sc.Validate())
-		g := newGraph(oneService(sc), &sc.Strategies[0], 0, RunSeed(sc.Seed, 0))
+		g := newRun(sc, 0, 0, RunSeed(sc.Seed, 0))
 		_, err := g.simulate(context.Background())
 		require.NoError(t, err)
 		counts := make([]float64, 100)
