@@ -211,34 +211,34 @@ func (cl *call) fleetCall() bool { return cl.flags&flagFleet != 0 }
 // addCall appends a call, and its sides, and returns its index.
 func (g *graph) addCall() int32 {
 	c := int32(len(g.calls))
-	g.calls = append(g.calls, call{})
-	g.created = append(g.created, g.now)
+	g.calls = push(g.calls, call{})
+	g.created = push(g.created, g.now)
 	if g.copies != nil {
-		g.copies = append(g.copies, callCopies{})
+		g.copies = push(g.copies, callCopies{})
 	}
 	if g.memory != nil {
-		g.memory = append(g.memory, retryMemory{})
+		g.memory = push(g.memory, retryMemory{})
 	}
 	if g.permits != nil {
-		g.permits = append(g.permits, strategies.Permit{})
+		g.permits = push(g.permits, strategies.Permit{})
 	}
 	if g.links != nil {
-		g.links = append(g.links, callLink{deadline: noDeadline, outer: noDeadline, job: -1, sibling: -1})
+		g.links = push(g.links, callLink{deadline: noDeadline, outer: noDeadline, job: -1, sibling: -1})
 	}
 	if g.keys != nil {
-		g.keys = append(g.keys, -1)
+		g.keys = push(g.keys, -1)
 	}
 	if g.versions != nil {
-		g.versions = append(g.versions, 0)
+		g.versions = push(g.versions, 0)
 	}
 	if g.next != nil {
-		g.next = append(g.next, -1)
+		g.next = push(g.next, -1)
 	}
 	if g.replicas != nil {
-		g.replicas = append(g.replicas, 0)
+		g.replicas = push(g.replicas, 0)
 	}
 	if g.hints != nil {
-		g.hints = append(g.hints, 0)
+		g.hints = push(g.hints, 0)
 	}
 	return c
 }

@@ -17,8 +17,10 @@ func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 		g.freeJobs = g.freeJobs[:n-1]
 	} else {
 		j = int32(len(g.jobs))
-		g.jobs = append(g.jobs, job{})
-		g.tallies = append(g.tallies, make([]tally, g.maxGroup)...)
+		g.jobs = push(g.jobs, job{})
+		for range g.maxGroup {
+			g.tallies = push(g.tallies, tally{})
+		}
 	}
 	cl := &g.calls[c]
 	jb := &g.jobs[j]

@@ -82,7 +82,11 @@ func TestEstimateCoversTheRuns(t *testing.T) {
 			est := n.PerRun + n.Kept
 			t.Logf("%s %s: heap %.1f MB (allocated %.1f MB), estimate %.1f MB", file, st, float64(peak)/1e6, float64(allocated)/1e6, float64(est)/1e6)
 			assert.GreaterOrEqual(t, est, peak, "%s %s: the estimate covers the run", file, st)
-			assert.Less(t, est, 4*max(peak, allocated)+2<<20, "%s %s: the estimate is not far above", file, st)
+			// Within 5x of what the run allocated: the estimate bounds
+			// the worst case of a shape (every request's attempts alive
+			// at once, slices at twice their count), which a run of
+			// poisson arrivals or a graph's few live jobs stays below.
+			assert.Less(t, est, 5*max(peak, allocated)+2<<20, "%s %s: the estimate is not far above", file, st)
 		}
 	}
 }

@@ -163,3 +163,14 @@ type sender struct {
 	retry strategies.Sender
 	pool  Pool
 }
+
+// push appends x to s, doubling its capacity when it is full (in a
+// hugeSlice), where append grows a large slice by a quarter: a run's
+// calls and jobs grow to hundreds of thousands where their count is not
+// known ahead, and each growth copies them all into fresh memory.
+func push[T any](s []T, x T) []T {
+	if len(s) == cap(s) {
+		s = append(hugeSlice[T](max(2*cap(s), 8)), s...)
+	}
+	return append(s, x)
+}
