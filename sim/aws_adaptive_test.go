@@ -182,8 +182,8 @@ func sdkReference(seed uint64, offered, rate float64, burst int, base time.Durat
 // adaptive retry mode offering Poisson 22, 25 and 30 requests a second
 // to a service rate-limited at 20 a second sends, in herdlab, what the
 // SDK's own loop sends (a reference written apart, above): within 2% of
-// it over 4 seeds of 2 minutes, on either engine (a server, a graph of
-// one service), with about as many throttles, and its
+// it over 4 seeds of 2 minutes, whether the scenario writes a server or
+// a graph of one service, with about as many throttles, and its
 // throttles do not come in pairs (a second 429 within 60 ms of one,
 // which cuts the rate twice) more often than the SDK's. herdlab's former
 // rule (each waiter told to come back at its place in a line) sent
