@@ -157,7 +157,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	g.calls = hugeSlice[call](capacity)
 	g.report = services
 	g.sides = needsOf(deployed, policies, sc.Workload.Workers > 0).newSides(capacity)
-	g.waiters = g.links == nil && g.copies == nil && g.latency.zero()
+	g.waiters = g.links == nil && g.copies == nil && g.keys == nil && g.latency.zero()
 	if g.fleet.rates.throttle != nil {
 		g.run.ClientRates = make([]results.ClientRate, len(g.run.Series))
 	}

@@ -254,9 +254,11 @@ func (g *graph) admit(j int32) {
 // the graph has waiters, its call (ref) and tag, its job made as it
 // starts. A graph has waiters where its queued attempts can do without
 // a job: every call is a request of the fleet (its place never reused),
-// none hedged, and with no network delay (an attempt's sending is its
-// arrival, queuedAt); then the queue holds 16 bytes an attempt, not a
-// job's 96, which an unbounded queue of stale attempts makes count.
+// none hedged, none answered by a cache (whose hit marks the call), and
+// with no network delay (an attempt's sending is its arrival, queuedAt,
+// from which its job's deadline follows); then the queue holds 16 bytes
+// an attempt, not a job's 96, which an unbounded queue of stale
+// attempts makes count.
 type waiter struct {
 	ref, tag int32
 	queuedAt time.Duration
