@@ -279,8 +279,9 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 	// and so is one on its way there or queued where the graph has no
 	// waiters (see waiter).
 	jobBytes := int64(unsafe.Sizeof(job{})) + 4 // + its place on the free list
+	delayed := !newSampler(sc.Network.Latency).zero()
 	entryBytes := queueEntryBytes
-	if travels || anyHedge {
+	if delayed || anyHedge {
 		entryBytes += jobBytes
 	}
 	what := fmt.Sprintf("%s requests x %s", results.Count(math.Round(reqs)), results.Bytes(perReq))
@@ -292,7 +293,7 @@ func Estimate(sc *scenarios.Scenario, opts Options) Needs {
 		need{"server.queue", toBytes(growth * queued * float64(entryBytes)), fmt.Sprintf("a queue of up to %s attempts", results.Count(math.Round(queued)))},
 		need{"server.concurrency", toBytes(serving * float64(jobBytes+listedEventBytes)), fmt.Sprintf("up to %s requests in service, each a job with its end pending", results.Count(math.Round(serving)))},
 	)
-	if travels {
+	if delayed {
 		n.perRun = append(n.perRun, need{"network.latency", toBytes(growth * reqs * float64(jobBytes)),
 			fmt.Sprintf("up to %s attempts on their way, each a job", results.Count(math.Round(reqs)))})
 	}

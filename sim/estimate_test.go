@@ -364,3 +364,26 @@ func TestTheEstimateCountsEverySide(t *testing.T) {
 	}
 	require.NotZero(t, graphs, "a graph that uses every field")
 }
+
+// TestEstimateCountsJobsOnTheirWayWhereTheNetworkDelays: an attempt on
+// its way to the server is a job only with a network delay
+// (metastable.yaml has one); without one (thundering-herd.yaml) the
+// estimate must not name the network, nor for a server of model occ
+// (aws-occ-10.yaml without its network), whose attempts are no jobs.
+func TestEstimateCountsJobsOnTheirWayWhereTheNetworkDelays(t *testing.T) {
+	paths := func(file string, network bool) []string {
+		sc, err := scenarios.Load("../scenarios/" + file + ".yaml")
+		require.NoError(t, err)
+		if !network {
+			sc.Network = scenarios.Network{}
+		}
+		var out []string
+		for _, p := range Estimate(sc, Options{}).perRun {
+			out = append(out, p.path)
+		}
+		return out
+	}
+	assert.Contains(t, paths("metastable", true), "network.latency")
+	assert.NotContains(t, paths("thundering-herd", true), "network.latency")
+	assert.NotContains(t, paths("aws-occ-10", false), "network.latency")
+}
