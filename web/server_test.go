@@ -511,10 +511,11 @@ func TestAValidationStopsWhenItsPageGoes(t *testing.T) {
 	<-done
 	require.Eventually(t, func() bool { return inFlight.Load() == 0 }, whole, time.Millisecond, "the validation stopped with its request")
 	// Cancelled a tenth of the way in, a validation that went on would
-	// end about 0.9 of a whole one later; half of one leaves room for a
-	// machine busier than when whole was measured (make test runs
-	// another package beside this one).
-	assert.Less(t, time.Since(cancelled), whole/2, "stopped soon after its request ended (a whole validation takes %v)", whole)
+	// end about 0.9 of a whole one later, and later still on a machine
+	// busier than when whole was measured (make test runs another
+	// package beside this one); 0.7 of one leaves room for that load
+	// (CI once saw 0.53 with half allowed).
+	assert.Less(t, time.Since(cancelled), whole*7/10, "stopped soon after its request ended (a whole validation takes %v)", whole)
 	before := cpuTime(t)
 	time.Sleep(time.Second)
 	assert.Less(t, cpuTime(t)-before, 300*time.Millisecond, "no work goes on")
