@@ -83,9 +83,11 @@ func windows(outages []scenarios.Outage) (downs, slows []window) {
 		case scenarios.SlowMode:
 			slows = append(slows, w)
 			continue
+		case scenarios.Refuse:
+			w.mode = downRefuse
 		case scenarios.ErrorMode:
 			w.mode = downError
-		case scenarios.TimeoutMode:
+		default: // timeout: no answer
 			w.mode = downTimeout
 		}
 		downs = append(downs, w)
