@@ -6,6 +6,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/zeontools/herdlab/scenarios"
 )
 
 // TestDequeIsASlice drives a deque and a plain slice through the same
@@ -42,4 +44,21 @@ func TestDequeIsASlice(t *testing.T) {
 		}
 	}
 	require.Greater(t, len(d.buf), 16, "the ring grew")
+}
+
+// TestOutageWindows: a service's outages sorted once into those that
+// fail attempts (refuse, error, and any other mode: no answer) and those
+// that slow it; a flush is the cache's, neither.
+func TestOutageWindows(t *testing.T) {
+	downs, slows := windows([]scenarios.Outage{
+		{Mode: scenarios.Refuse}, {Mode: scenarios.ErrorMode}, {Mode: scenarios.TimeoutMode}, {Mode: ""},
+		{Mode: scenarios.FlushMode}, {Mode: scenarios.SlowMode, Factor: 3},
+	})
+	var modes []uint8
+	for _, w := range downs {
+		modes = append(modes, w.mode)
+	}
+	require.Equal(t, []uint8{downRefuse, downError, downTimeout, downTimeout}, modes)
+	require.Len(t, slows, 1)
+	require.Equal(t, 3.0, slows[0].factor)
 }
