@@ -21,6 +21,9 @@ type edge struct {
 	// without any. groups hands out the budgets they share.
 	senders []strategies.Sender
 	groups  *strategies.Groups
+	// ahead: the fleet's edge, whose requests' next attempt is made as
+	// soon as its backoff is decided (see graph.tryAhead)
+	ahead bool
 }
 
 func newEdge(p *strategies.Policy, caller, callee int, cfg *scenarios.Call, replicas int) edge {
@@ -78,9 +81,9 @@ type sides struct {
 	permits []strategies.Permit // with a breaker
 	links   []callLink          // when a service calls others
 	keys    []int32             // with a cache: the key each call reads
-	// with a service of model occ: the row version each call's
-	// attempt read
-	versions []int64
+	// with a service of model occ: when each call's attempt in flight
+	// reads the row
+	reads []time.Duration
 	// with the fleet's dispatchers: the request queued after each for
 	// a worker of its sender's, -1 for none (see Pool)
 	next []int32
@@ -98,7 +101,7 @@ type sides struct {
 // and whether the fleet has dispatchers. The run allocates them
 // (newSides) and the memory estimate counts them (bytes) by it.
 type sideNeeds struct {
-	copies, memory, permits, links, keys, versions, next, replicas, hints bool
+	copies, memory, permits, links, keys, reads, next, replicas, hints bool
 }
 
 func needsOf(deployed []scenarios.Service, policies []*strategies.Policy, dispatchers bool) sideNeeds {
@@ -112,7 +115,7 @@ func needsOf(deployed []scenarios.Service, policies []*strategies.Policy, dispat
 		svc := &deployed[i]
 		n.links = n.links || len(svc.Calls) > 0
 		n.keys = n.keys || svc.Cache != nil
-		n.versions = n.versions || svc.Model == scenarios.ModelOCC
+		n.reads = n.reads || svc.Model == scenarios.ModelOCC
 		n.replicas = n.replicas || svc.Replicas > 1
 		n.hints = n.hints || svc.RateLimit != nil || svc.FailurePushback != nil
 	}
@@ -129,7 +132,7 @@ func (n sideNeeds) newSides(capacity int) sides {
 		permits:  sideOf[strategies.Permit](n.permits, capacity),
 		links:    sideOf[callLink](n.links, capacity),
 		keys:     sideOf[int32](n.keys, capacity),
-		versions: sideOf[int64](n.versions, capacity),
+		reads:    sideOf[time.Duration](n.reads, capacity),
 		next:     sideOf[int32](n.next, capacity),
 		replicas: sideOf[int16](n.replicas, capacity),
 		hints:    sideOf[uint32](n.hints, capacity),
@@ -157,7 +160,7 @@ func (n sideNeeds) bytes() int64 {
 		{n.permits, unsafe.Sizeof(strategies.Permit{})},
 		{n.links, unsafe.Sizeof(callLink{})},
 		{n.keys, 4},
-		{n.versions, 8},
+		{n.reads, 8},
 		{n.next, 4},
 		{n.replicas, 2},
 		{n.hints, 4},
@@ -228,8 +231,8 @@ func (g *graph) addCall() int32 {
 	if g.keys != nil {
 		g.keys = push(g.keys, -1)
 	}
-	if g.versions != nil {
-		g.versions = push(g.versions, 0)
+	if g.reads != nil {
+		g.reads = push(g.reads, 0)
 	}
 	if g.next != nil {
 		g.next = push(g.next, -1)
@@ -387,6 +390,39 @@ func (g *graph) try(c int32) {
 		g.scheduleHedge(c)
 	}
 	g.sendCopy(c)
+}
+
+// tryAhead makes fleet request c's next attempt, due at t when its
+// backoff ends, now, as it would be made at t. That is where nothing
+// between now and t can change what the attempt does: no one cancels a
+// request of the fleet, its policy keeps no state of its senders' (a
+// breaker, budget or throttle), it waits for no dispatcher's worker, and
+// it calls a service of model occ, whose attempts change nothing until
+// their write (see occ.go). Then the backoff's end is no event. The
+// requests waiting for their backoff are counted as though it were
+// (undelay).
+func (g *graph) tryAhead(c int32, t time.Duration) {
+	g.undelay(t)
+	now := g.now
+	g.now = t
+	g.try(c)
+	g.now = now
+}
+
+// undelay counts a fleet request's backoff, decided now, as over at t:
+// the samples of the buckets that end after t do not count it.
+func (g *graph) undelay(t time.Duration) {
+	k := g.sampled
+	if t >= g.nextSample {
+		k += 1 + int((t-g.nextSample)/g.bucket)
+	}
+	if k >= len(g.run.Series) {
+		return
+	}
+	if g.undelays == nil {
+		g.undelays = make([]int32, len(g.run.Series))
+	}
+	g.undelays[k]++
 }
 
 // sendCopy sends a copy of call c's attempt in flight now (its first,
@@ -617,6 +653,10 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		cl.state = stWaiting
 		if cl.fleetCall() {
 			g.fleet.delayed++
+		}
+		if t := g.now + d.Wait; g.edges[g.edgeOf(c)].ahead && t < g.horizon {
+			g.tryAhead(c, t)
+			return
 		}
 		g.q.push(g.now+d.Wait, gTry, c, cl.tag)
 	case strategies.DeadLetter:

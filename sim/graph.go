@@ -37,8 +37,7 @@ const (
 	gFlush                   // service a's cache is flushed
 	gCacheHit                // the cache's answer to attempt b of call a reaches its caller: a hit
 	gHedge                   // a hedge of call a's attempt whose first copy is b is due
-	gOCCRead                 // occ: attempt b of call a reads its service's row version
-	gOCCWrite                // occ: attempt b of call a, having read, sends its conditional write
+	gOCCWrite                // occ: the conditional write of attempt b of call a reaches the row
 	gReplay                  // the dead-letter replay sends dead letter number a back
 	gWorker                  // fleet request a, queued in its sender's dispatcher, has a worker free: its next attempt
 	gResponse                // + outcome: the answer to attempt b of call a reaches its caller
@@ -57,6 +56,12 @@ type graph struct {
 	// waiters: an attempt queued at a replica is its call and tag, its
 	// job made as it starts, not a job (see waiter)
 	waiters bool
+	// occ: the read time of each attempt whose caller gives up before
+	// its write reaches the row (see occSend)
+	abandoned map[uint64]time.Duration
+	// the fleet's requests whose backoff, tried ahead, ends in each
+	// bucket (see tryAhead)
+	undelays []int32
 
 	rArrive, rServe, rNet, rFault, rRetry, rBalance, rCache *rand.Rand
 	latency                                                 sampler
@@ -143,6 +148,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		}
 	}
 	g.fleet = newFleet(sc, &g.edges[0])
+	// The fleet's requests, which no one cancels, may be tried ahead
+	// (see tryAhead) where they call a service of model occ.
+	g.edges[0].ahead = g.services[g.target].occ && !g.edges[0].policy.PerSender() && g.fleet.workers == 0 && !g.propagate
 	policies := make([]*strategies.Policy, len(g.edges))
 	for i := range g.edges {
 		policies[i] = g.edges[i].policy
@@ -241,8 +249,6 @@ func (g *graph) handle(e event) {
 		}
 	case gHedge:
 		g.hedgeDue(e.a, e.b)
-	case gOCCRead:
-		g.occRead(e.a, e.b)
 	case gOCCWrite:
 		g.occWrite(e.a, e.b)
 	case gReplay:
@@ -292,7 +298,7 @@ func (g *graph) prefetchEvents(events []event) {
 // The kinds of event that name a call, that name a job, and that most
 // often end a call (the end of a job's work, a success).
 const (
-	callEvents = 1<<gTry | 1<<gWorker | 1<<gTimeout | 1<<gGiveUp | 1<<gCacheHit | 1<<gHedge | 1<<gOCCRead | 1<<gOCCWrite | (1<<(gResponse+uint8(strategies.ClientError)+1)-1)&^(1<<gResponse-1)
+	callEvents = 1<<gTry | 1<<gWorker | 1<<gTimeout | 1<<gGiveUp | 1<<gCacheHit | 1<<gHedge | 1<<gOCCWrite | (1<<(gResponse+uint8(strategies.ClientError)+1)-1)&^(1<<gResponse-1)
 	jobEvents  = 1<<gAtService | 1<<gWorkDone | 1<<gJobExpired
 	endsCall   = 1<<gWorkDone | 1<<(gResponse+uint8(strategies.Success))
 )
@@ -315,6 +321,9 @@ func (g *graph) sample() {
 	t := &g.services[g.target].queues
 	b.Queue, b.InFlight, b.QueueMax, b.QueueMean = t.Queue, t.InFlight, t.QueueMax, t.QueueMean
 	b.DLQ = int64(g.fleet.dead)
+	if g.undelays != nil {
+		g.fleet.delayed -= int(g.undelays[g.sampled])
+	}
 	b.Delayed = int64(g.fleet.delayed)
 	if g.run.ClientRates != nil {
 		g.run.ClientRates[g.sampled] = g.fleet.rates.sample()

@@ -1,13 +1,17 @@
 package sim
 
 import (
+	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/strategies"
 )
 
 // occScenario is n clients writing one row once each, with hops of a
@@ -71,4 +75,201 @@ func TestNormalLatencyIsFolded(t *testing.T) {
 	sc.Runs = 2000
 	res := simulate(t, sc)
 	assert.InDelta(t, 0.040, res.Summary.Strategies[0].LatencyS.Mean, 0.0005, "four hops of 10 ms")
+}
+
+// TestOCCAgreesWithAVersionedRow holds the engine's occ model, whose read
+// is no event (see occ.go), to an independent model of the study's own
+// kind (occReference): every hop an event, and the row a version number
+// read at the read and compared at the write. Over many runs at fixed
+// seeds the mean write calls and completion time of each must agree
+// within four standard errors; with a timeout shorter than most round
+// trips, the writes of attempts given up still reach the row and may
+// commit.
+func TestOCCAgreesWithAVersionedRow(t *testing.T) {
+	const n, runs = 20, 2000
+	for _, c := range []struct {
+		name    string
+		backoff string
+		timeout time.Duration
+	}{
+		{"full-jitter", scenarios.BackoffFullJitter, time.Hour},
+		{"none", scenarios.BackoffNone, time.Hour},
+		{"none-timeout-35ms", scenarios.BackoffNone, 35 * time.Millisecond},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := occScenario(t, n)
+			sc.Network.Latency = &scenarios.Dist{Kind: scenarios.Normal, Mean: 10 * time.Millisecond, StdDev: 2 * time.Millisecond}
+			sc.Runs = runs
+			st := &sc.Strategies[0]
+			st.Name = c.name
+			st.Backoff = scenarios.Backoff{Kind: c.backoff, Base: 10 * time.Millisecond, Cap: 2 * time.Second, Multiplier: 2}
+			st.Timeout = c.timeout
+			res := simulate(t, sc)
+			var engine, ref [2][]float64
+			for _, r := range res.Runs {
+				require.NotNil(t, r.Completion, "every write commits in time")
+				engine[0] = append(engine[0], float64(r.Attempts))
+				engine[1] = append(engine[1], r.Completion.Seconds())
+			}
+			rnd := rand.New(rand.NewPCG(1, 2))
+			for range runs {
+				writes, took := occReference(n, st.Policy(), c.timeout, sc.Network.Latency, rnd)
+				ref[0] = append(ref[0], float64(writes))
+				ref[1] = append(ref[1], took.Seconds())
+			}
+			for i, what := range []string{"write calls", "completion time"} {
+				m1, v1 := stat.MeanVariance(engine[i], nil)
+				m2, v2 := stat.MeanVariance(ref[i], nil)
+				se := math.Sqrt(v1/runs + v2/runs)
+				t.Logf("%s: engine %.4g, reference %.4g (%.1f standard errors)", what, m1, m2, math.Abs(m1-m2)/se)
+				assert.Less(t, math.Abs(m1-m2), 4*se, what)
+			}
+		})
+	}
+}
+
+// occReference runs n clients writing one row once each, as the AWS
+// study's simulator does: a read, its answer, the write and its answer
+// each an event after a hop of |latency|, the write committing when the
+// row's version is still the one read. A client whose timeout comes
+// before its answer gives up on the attempt (its write goes on) and
+// retries by pol. It returns the write calls and when the last client
+// finished.
+func occReference(n int, pol *strategies.Policy, timeout time.Duration, latency *scenarios.Dist, rnd *rand.Rand) (writes int, last time.Duration) {
+	const (
+		try = iota
+		read
+		write
+		answer
+		giveUp // after every other event at its time
+	)
+	type event struct {
+		at                    time.Duration
+		kind, client, attempt int
+		version               int // read, for a write; success (1) for an answer
+		seq                   int
+	}
+	hop := func() time.Duration {
+		return time.Duration(math.Abs(rnd.NormFloat64()*float64(latency.StdDev) + float64(latency.Mean)))
+	}
+	type client struct {
+		req      strategies.Request
+		attempt  int
+		inFlight bool
+	}
+	clients := make([]client, n)
+	var q []event
+	seq := 0
+	push := func(e event) {
+		e.seq = seq
+		seq++
+		q = append(q, e)
+	}
+	before := func(a, b event) bool {
+		if a.at != b.at {
+			return a.at < b.at
+		}
+		if (a.kind == giveUp) != (b.kind == giveUp) {
+			return b.kind == giveUp
+		}
+		return a.seq < b.seq
+	}
+	for i := range clients {
+		push(event{kind: try, client: i})
+	}
+	version, done := 0, 0
+	for done < n {
+		k := 0
+		for i := range q {
+			if before(q[i], q[k]) {
+				k = i
+			}
+		}
+		e := q[k]
+		q = append(q[:k], q[k+1:]...)
+		now := e.at
+		cl := &clients[e.client]
+		decide := func(o strategies.Outcome) {
+			cl.inFlight = false
+			d := pol.Done(nil, &cl.req, strategies.Permit{}, now, strategies.Result{Outcome: o}, rnd)
+			switch d.Action {
+			case strategies.Retry:
+				push(event{at: now + d.Wait, kind: try, client: e.client})
+			default:
+				done++
+				last = now
+			}
+		}
+		switch e.kind {
+		case try:
+			if _, _, ok := pol.Begin(nil, &cl.req, now, rnd); !ok {
+				panic("a policy without state refused an attempt")
+			}
+			cl.attempt++
+			cl.inFlight = true
+			push(event{at: now + hop(), kind: read, client: e.client, attempt: cl.attempt})
+			push(event{at: now + timeout, kind: giveUp, client: e.client, attempt: cl.attempt})
+		case read:
+			push(event{at: now + hop() + hop(), kind: write, client: e.client, attempt: e.attempt, version: version})
+		case write:
+			writes++
+			ok := 0
+			if e.version == version {
+				version++
+				ok = 1
+			}
+			push(event{at: now + hop(), kind: answer, client: e.client, attempt: e.attempt, version: ok})
+		case answer, giveUp:
+			if !cl.inFlight || cl.attempt != e.attempt {
+				break
+			}
+			switch {
+			case e.kind == giveUp:
+				decide(strategies.Timeout)
+			case e.version == 1:
+				decide(strategies.Success)
+			default:
+				decide(strategies.ServerError)
+			}
+		}
+	}
+	return writes, last
+}
+
+func TestOCCCountsTheRequestsInBackoff(t *testing.T) {
+	// Two clients in lockstep (hops of a constant 10 ms): one write
+	// commits at 30 ms; the other's conflict is back at 40 ms, and it
+	// waits 250 ms before it tries again, at 290 ms. Its attempt is made
+	// when its backoff is decided (tryAhead), yet the samples at 100 and
+	// 200 ms count it waiting, and the one at 300 ms does not.
+	sc := occScenario(t, 2)
+	sc.Bucket = 100 * time.Millisecond
+	sc.Strategies[0].Backoff = scenarios.Backoff{Kind: scenarios.BackoffFixed, Delay: 250 * time.Millisecond}
+	res := simulate(t, sc)
+	r := res.Runs[0]
+	var delayed []int64
+	for _, b := range r.Series[:4] {
+		delayed = append(delayed, b.Delayed)
+	}
+	assert.Equal(t, []int64{1, 1, 0, 0}, delayed)
+	require.NotNil(t, r.Completion)
+	assert.Equal(t, 330*time.Millisecond, *r.Completion, "its second attempt, from 290 ms, commits")
+}
+
+func TestOCCCallerGivesUpAtItsTimeout(t *testing.T) {
+	// One client, hops of a constant 10 ms: a write reaches the row 30
+	// ms after its attempt is sent, its answer is back at 40 ms. With a
+	// timeout of 25 ms the client gives up on every attempt (and retries
+	// at once, three in all), though every write commits.
+	sc := occScenario(t, 1)
+	st := &sc.Strategies[0]
+	st.Timeout = 25 * time.Millisecond
+	st.MaxAttempts = 3
+	res := simulate(t, sc)
+	r := res.Runs[0]
+	assert.Equal(t, int64(3), r.TimedOut)
+	assert.Equal(t, int64(3), r.Processed, "the writes of attempts given up still reach the row")
+	assert.Equal(t, int64(1), r.DeadLettered)
+	require.NotNil(t, r.Completion)
+	assert.Equal(t, 75*time.Millisecond, *r.Completion)
 }

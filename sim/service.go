@@ -33,9 +33,9 @@ type service struct {
 	queues results.Bucket      // the queue figures of the last bucket sampled
 	cache  *Cache              // nil without one
 	// occ: the service is a single row under optimistic concurrency
-	// control (see occ.go), at this version
+	// control (see occ.go), last written at this time (-1: never)
 	occ     bool
-	version int64
+	written time.Duration
 	// the service's queue (all replicas) over the current bucket
 	queued    int
 	queueAt   time.Duration
@@ -170,6 +170,7 @@ func newService(cfg *scenarios.Service, buckets int, series bool) service {
 		slots:    int(cfg.Concurrency),
 		limit:    int(cfg.Queue),
 		occ:      cfg.Model == scenarios.ModelOCC,
+		written:  -1,
 		order:    disciplines[cfg.Discipline()],
 	}
 	s.downs, s.slows = windows(cfg.Outages)
