@@ -399,30 +399,42 @@ func (g *graph) try(c int32) {
 // breaker, budget or throttle), it waits for no dispatcher's worker, and
 // it calls a service of model occ, whose attempts change nothing until
 // their write (see occ.go). Then the backoff's end is no event. The
-// requests waiting for their backoff are counted as though it were
-// (undelay).
+// requests waiting for their backoff are counted as though it were.
 func (g *graph) tryAhead(c int32, t time.Duration) {
-	g.undelay(t)
+	g.countAt(t, -1, 0)
 	now := g.now
 	g.now = t
 	g.try(c)
 	g.now = now
 }
 
-// undelay counts a fleet request's backoff, decided now, as over at t:
-// the samples of the buckets that end after t do not count it.
-func (g *graph) undelay(t time.Duration) {
+// sampleOf returns the bucket whose sample is the first to see what
+// happens at t (t not before the event being handled, whose time is the
+// clock's but while something is done ahead: see tryAhead).
+func (g *graph) sampleOf(t time.Duration) int {
 	k := g.sampled
 	if t >= g.nextSample {
 		k += 1 + int((t-g.nextSample)/g.bucket)
 	}
-	if k >= len(g.run.Series) {
-		return
+	return k
+}
+
+// countAt changes the fleet's requests in backoff by delayed and its
+// dead letters by dead at t: at once where no sample falls between the
+// event being handled and t, else for the samples from t on.
+func (g *graph) countAt(t time.Duration, delayed, dead int) {
+	k := g.sampleOf(t)
+	switch {
+	case k == g.sampled:
+		g.fleet.delayed += delayed
+		g.fleet.dead += dead
+	case k < len(g.run.Series):
+		if g.later == nil {
+			g.later = make([]sampleChange, len(g.run.Series))
+		}
+		g.later[k].delayed += int32(delayed)
+		g.later[k].dead += int32(dead)
 	}
-	if g.undelays == nil {
-		g.undelays = make([]int32, len(g.run.Series))
-	}
-	g.undelays[k]++
 }
 
 // sendCopy sends a copy of call c's attempt in flight now (its first,
@@ -652,7 +664,7 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		}
 		cl.state = stWaiting
 		if cl.fleetCall() {
-			g.fleet.delayed++
+			g.countAt(g.now, 1, 0)
 		}
 		if t := g.now + d.Wait; g.edges[g.edgeOf(c)].ahead && t < g.horizon {
 			g.tryAhead(c, t)

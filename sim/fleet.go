@@ -185,7 +185,7 @@ func (f *fleet) delivered(g *graph, c int32) {
 
 // deadLetter counts fleet request c given up now.
 func (f *fleet) deadLetter(g *graph, c int32) {
-	f.dead++
+	g.countAt(g.now, 0, 1)
 	f.dlq = append(f.dlq, c)
 	f.final(g, c)
 }
@@ -193,9 +193,11 @@ func (f *fleet) deadLetter(g *graph, c int32) {
 func (f *fleet) final(g *graph, c int32) {
 	cl := &g.calls[c]
 	g.finished++
-	g.completion = g.now
+	// (Not in the order of time where an answer is taken ahead: see
+	// occWrite.)
+	g.completion = max(g.completion, g.now)
 	if g.created[c] <= g.lastOutageEnd {
-		g.drain = g.now
+		g.drain = max(g.drain, g.now)
 	}
 	if k := f.clients; k != nil && g.now+k.ThinkTime < g.horizon {
 		g.q.push(g.now+k.ThinkTime, gArrival, cl.sender, 0)

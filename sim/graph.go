@@ -59,9 +59,11 @@ type graph struct {
 	// occ: the read time of each attempt whose caller gives up before
 	// its write reaches the row (see occSend)
 	abandoned map[uint64]time.Duration
-	// the fleet's requests whose backoff, tried ahead, ends in each
-	// bucket (see tryAhead)
-	undelays []int32
+	// what the fleet's requests done ahead (see tryAhead) change in
+	// each bucket's sample, nil before any
+	later []sampleChange
+	// occ: a write's answer is taken as the write is (see occWrite)
+	answerAhead bool
 
 	rArrive, rServe, rNet, rFault, rRetry, rBalance, rCache *rand.Rand
 	latency                                                 sampler
@@ -151,6 +153,9 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	// The fleet's requests, which no one cancels, may be tried ahead
 	// (see tryAhead) where they call a service of model occ.
 	g.edges[0].ahead = g.services[g.target].occ && !g.edges[0].policy.PerSender() && g.fleet.workers == 0 && !g.propagate
+	// An answer taken ahead would put its dead letter in the queue out
+	// of order, and be counted at an outage's end before its time.
+	g.answerAhead = g.edges[0].ahead && sc.DLQ.Replay == nil && len(sc.AllOutages()) == 0 && g.services[g.target].cfg.Health == nil
 	policies := make([]*strategies.Policy, len(g.edges))
 	for i := range g.edges {
 		policies[i] = g.edges[i].policy
@@ -320,10 +325,12 @@ func (g *graph) sample() {
 	b := &g.run.Series[g.sampled]
 	t := &g.services[g.target].queues
 	b.Queue, b.InFlight, b.QueueMax, b.QueueMean = t.Queue, t.InFlight, t.QueueMax, t.QueueMean
-	b.DLQ = int64(g.fleet.dead)
-	if g.undelays != nil {
-		g.fleet.delayed -= int(g.undelays[g.sampled])
+	if g.later != nil {
+		ch := g.later[g.sampled]
+		g.fleet.delayed += int(ch.delayed)
+		g.fleet.dead += int(ch.dead)
 	}
+	b.DLQ = int64(g.fleet.dead)
 	b.Delayed = int64(g.fleet.delayed)
 	if g.run.ClientRates != nil {
 		g.run.ClientRates[g.sampled] = g.fleet.rates.sample()
@@ -332,8 +339,12 @@ func (g *graph) sample() {
 	g.nextSample += g.bucket
 }
 
+// sampleChange is what is done ahead of the clock changes in a bucket's
+// sample of the fleet (see countAt).
+type sampleChange struct{ delayed, dead int32 }
+
 // current returns the bucket holding now.
-func (g *graph) current() int { return min(g.sampled, len(g.run.Series)-1) }
+func (g *graph) current() int { return min(g.sampleOf(g.now), len(g.run.Series)-1) }
 
 // finish counts the final state of every fleet request and checks that
 // every call of every service is accounted for.

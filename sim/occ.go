@@ -16,7 +16,11 @@ import (
 // hops as it is sent (to the row, back, to the row again), and its write
 // checks whether another committed since the read's time. That is the
 // same as comparing the version read with the version written, as the
-// row's writes commit in time order.
+// row's writes commit in time order. Where the fleet's requests may be
+// tried ahead (see tryAhead), and no outage's end counts the requests
+// finished by then, the write's answer is no event either: what the
+// caller makes of it is done as the write commits or fails, at the
+// answer's time, so that an attempt is one event.
 
 // occSend sends call c's attempt, just begun, to its occ service: its
 // write reaches the row three hops later. A caller whose timeout comes
@@ -76,5 +80,16 @@ func (g *graph) occWrite(c, tag int32) {
 		s.written = g.now
 		o = strategies.Success
 	}
-	g.reply(c, tag, o, false)
+	at := g.now + g.latency.sample(g.rNet)
+	if g.answerAhead && g.live(cl, c, tag) && at < g.horizon && at <= g.untilOf(cl, c, tag) {
+		// The answer is taken now, as it would be at its time: nothing
+		// until then can change it (see tryAhead), nor what its caller
+		// makes of it.
+		now := g.now
+		g.now = at
+		g.response(c, tag, o)
+		g.now = now
+		return
+	}
+	g.replyAt(c, tag, o, false, at)
 }

@@ -273,3 +273,62 @@ func TestOCCCallerGivesUpAtItsTimeout(t *testing.T) {
 	require.NotNil(t, r.Completion)
 	assert.Equal(t, 75*time.Millisecond, *r.Completion)
 }
+
+func TestOCCAnAnswerTakenAheadIsCountedAtItsTime(t *testing.T) {
+	// Two clients in lockstep, hops of a constant 40 ms, buckets of 50
+	// ms: both writes reach the row at 120 ms, where the first commits
+	// and the second conflicts; their answers are back at 160 ms, in the
+	// next bucket. The answers are taken as the writes are (occWrite), yet
+	// each figure falls in the bucket of 160 ms, and the sample at 150 ms
+	// sees neither the retry's backoff nor the dead letter.
+	for _, c := range []struct {
+		name             string
+		attempts         int
+		delayed, dlq     []int64
+		delivered, faild []int64
+	}{
+		// The loser waits 250 ms, from 160 ms to 410 ms, and commits
+		// at 530 ms, answered at 570 ms.
+		{"retry", 0, []int64{0, 0, 0, 1, 1, 1, 1, 1, 0, 0, 0, 0}, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0},
+			[]int64{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 1}, []int64{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
+		// The loser is given up at 160 ms.
+		{"dead-letter", 1, []int64{0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, []int64{0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1},
+			[]int64{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}, []int64{0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			sc := occScenario(t, 2)
+			sc.Network.Latency = &scenarios.Dist{Kind: scenarios.Constant, Mean: 40 * time.Millisecond}
+			sc.Bucket = 50 * time.Millisecond
+			st := &sc.Strategies[0]
+			st.Backoff = scenarios.Backoff{Kind: scenarios.BackoffFixed, Delay: 250 * time.Millisecond}
+			st.MaxAttempts = c.attempts
+			r := simulate(t, sc).Runs[0]
+			var delayed, dlq, delivered, failed []int64
+			for _, b := range r.Series[:12] {
+				delayed, dlq = append(delayed, b.Delayed), append(dlq, b.DLQ)
+				delivered, failed = append(delivered, b.Delivered), append(failed, b.Failed)
+			}
+			assert.Equal(t, c.delayed, delayed, "requests in backoff")
+			assert.Equal(t, c.dlq, dlq, "dead letters")
+			assert.Equal(t, c.delivered, delivered, "delivered")
+			assert.Equal(t, c.faild, failed, "failed")
+		})
+	}
+}
+
+func TestTheLatestFinalStateIsTheCompletion(t *testing.T) {
+	// An answer taken ahead of the clock (see occWrite) finishes its
+	// request at a later time than an event handled after it may: the
+	// completion is the latest of them, not the last one counted.
+	sc := occScenario(t, 2)
+	require.NoError(t, sc.Validate())
+	g := newRun(sc, 0, 0, 1)
+	g.calls = append(g.calls, call{flags: flagFleet}, call{flags: flagFleet})
+	g.created = append(g.created, 0, 0)
+	g.lastOutageEnd = time.Second
+	g.now = 5 * time.Second
+	g.fleet.final(g, 0)
+	g.now = 3 * time.Second
+	g.fleet.final(g, 1)
+	assert.Equal(t, 5*time.Second, g.completion)
+}
