@@ -283,6 +283,9 @@ func (g *graph) handle(e event) {
 // cache misses of a million randomly touched calls overlap instead of
 // stalling the engine one after the other.
 func (g *graph) prefetchRun() {
+	if len(g.calls) < prefetchFrom {
+		return // they stay in cache
+	}
 	run, loads := g.q.upcoming()
 	if loads == g.loads {
 		return
@@ -291,6 +294,10 @@ func (g *graph) prefetchRun() {
 	g.prefetchEvents(run)
 	g.prefetchEvents(g.q.following())
 }
+
+// prefetchFrom is the number of calls from which prefetchRun prefetches:
+// fewer, 256 KiB of calls (and their jobs), stay in the core's cache.
+const prefetchFrom = 1 << 13
 
 // prefetchEvents prefetches the call or the job (and its call) each of
 // events names, and the creation time of the calls of the kinds that
