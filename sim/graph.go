@@ -283,7 +283,7 @@ func (g *graph) handle(e event) {
 // cache misses of a million randomly touched calls overlap instead of
 // stalling the engine one after the other.
 func (g *graph) prefetchRun() {
-	if len(g.calls) < prefetchFrom {
+	if !canPrefetch || len(g.calls) < prefetchFrom {
 		return // they stay in cache
 	}
 	run, loads := g.q.upcoming()

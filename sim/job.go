@@ -475,7 +475,7 @@ func (g *graph) expireJob(j int32) {
 func (s *service) prefetchQueued(g *graph, r int32) {
 	q := &s.replicas[r].queue
 	n := q.len()
-	if n == 0 {
+	if !canPrefetch || n == 0 {
 		return
 	}
 	next, after := 0, 1

@@ -2,6 +2,9 @@ package sim
 
 import "unsafe"
 
+// canPrefetch says that prefetch and prefetchGraph prefetch.
+const canPrefetch = true
+
 // prefetch asks the CPU to start loading the cache line at p, without
 // waiting for it.
 //

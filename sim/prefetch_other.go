@@ -4,6 +4,10 @@ package sim
 
 import "unsafe"
 
+// canPrefetch is false: the engine skips the work of finding what to
+// prefetch.
+const canPrefetch = false
+
 // prefetch does nothing on this architecture.
 func prefetch(unsafe.Pointer) {}
 
