@@ -165,12 +165,12 @@ lint:
 	$(GO) vet ./...
 
 # bench: every benchmark, $(BENCHCOUNT) times, in a form benchstat compares
-# (web/wasm's without its profile, default.pgo, so that its native side is
-# herdlab's native build):
+# (web/wasm's with the herdlab command's profile, cmd/herdlab/default.pgo,
+# so that its native side is built as the command is):
 #   make bench > old.txt; (change); make bench > new.txt; benchstat old.txt new.txt
 bench:
 	$(GO) test -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) $$($(GO) list ./... | grep -v /web/wasm)
-	$(GO) test -pgo=off -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./web/wasm
+	$(GO) test -pgo=cmd/herdlab/default.pgo -run='^$$' -bench=. -benchmem -count=$(BENCHCOUNT) ./web/wasm
 
 # fuzz: each fuzz target for $(FUZZTIME) (a -fuzz pattern must match one
 # target only, hence the anchors).

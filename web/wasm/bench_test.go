@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -44,14 +45,15 @@ import (
 //   - wasm/native: wasm-cpu-s over native-cpu-s; wasm-first/native:
 //     wasm-first-cpu-s over native-cpu-s.
 //
-// The module is built as the site builds it, with default.pgo; the
-// native code is herdlab's, without it, so that the benchmark runs only
-// with -pgo=off, as make bench does (it skips otherwise):
+// The module is built as the site builds it, with its default.pgo; the
+// native code as the herdlab command is, with the command's
+// (cmd/herdlab/default.pgo), so that the benchmark runs only with that
+// profile, as make bench does (it skips otherwise):
 //
-//	go test ./web/wasm -pgo=off -run '^$' -bench AgainstNative -benchtime 3x -count 5
+//	go test ./web/wasm -pgo=cmd/herdlab/default.pgo -run '^$' -bench AgainstNative -benchtime 3x -count 5
 func BenchmarkAgainstNative(b *testing.B) {
-	if pgo := buildSetting("-pgo"); pgo != "" {
-		b.Skipf("built with -pgo=%s: run with -pgo=off (go test ./web/wasm -pgo=off -bench AgainstNative), so that the native side is herdlab's native build, which has no profile", pgo)
+	if pgo := buildSetting("-pgo"); !strings.HasSuffix(pgo, filepath.Join("cmd", "herdlab", "default.pgo")) {
+		b.Skipf("built with -pgo=%q: run with the herdlab command's profile (go test ./web/wasm -pgo=cmd/herdlab/default.pgo -bench AgainstNative), so that the native side is built as the command is", pgo)
 	}
 	node, wasmExec, module := buildModule(b)
 	file := filepath.Join("..", "..", "scenarios", "thundering-herd.yaml")
