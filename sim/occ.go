@@ -87,7 +87,7 @@ func (g *graph) occWrite(c, tag int32) {
 		// makes of it.
 		now := g.now
 		g.now = at
-		g.response(c, tag, o)
+		g.outcome(c, o) // what response does for an answer in time
 		g.now = now
 		return
 	}
