@@ -61,6 +61,12 @@ strategies:
 	assert.Equal(t, 200.0, st.Requests)
 	assert.Equal(t, st.Requests, st.Delivered+st.DeadLettered+st.Unfinished, "conservation")
 	assert.Positive(t, st.Duplicates, "lost responses retried without idempotency are processed twice, counted by the server")
+	assert.Empty(t, st.Services, "a single server's run has no services, as the simulator's has none")
+	assert.Empty(t, st.Edges)
+	raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+	require.NoError(t, err)
+	assert.NotContains(t, string(raw), `"services"`)
+	assert.NotContains(t, string(raw), `"edges"`)
 
 	cmp, err := os.ReadFile(filepath.Join(out, "comparison.md"))
 	require.NoError(t, err)

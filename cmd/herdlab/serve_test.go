@@ -82,6 +82,47 @@ strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
 	assert.NotContains(t, stderr.String(), "--metrics-addr 127.0.0.1", "loopback is not warned about")
 }
 
+func TestServePrintsItsCountsWhenItStops(t *testing.T) {
+	// A key sent twice is processed twice (no idempotency): serve's last
+	// line counts both attempts and the duplicate.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "served.yaml", `server: {service_time: 1ms}
+workload: {requests: 1}
+strategies: [{name: once, backoff: {kind: none}, max_attempts: 1}]
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out, w := io.Pipe()
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"serve", "--scenario", file, "--addr", "127.0.0.1:0", "--metrics-addr", "127.0.0.1:0"}, w, io.Discard)
+		w.Close()
+	}()
+	r := bufio.NewReader(out)
+	line, err := r.ReadString('\n')
+	require.NoError(t, err)
+	m := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/) `).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	for range 2 {
+		req, err := http.NewRequest(http.MethodPost, m[1], nil)
+		require.NoError(t, err)
+		req.Header.Set("Idempotency-Key", "k")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	cancel() // as SIGINT would
+	rest, _ := io.ReadAll(r)
+	select {
+	case code := <-done:
+		assert.Equal(t, exitOK, code)
+	case <-time.After(10 * time.Second):
+		t.Fatal("serve did not stop")
+	}
+	assert.Regexp(t, `(^|\n)served 2 attempts: 2 processed, 1 duplicates \(processed again for a key\), 0 store errors, 0 times the store lost its data\n$`, string(rest))
+}
+
 func TestServePrintsOutagesAndStopsWhenItsAddressIsTaken(t *testing.T) {
 	// At scale 0.1 the refuse outage lasts 300 ms; the test takes the
 	// address meanwhile, so serve cannot serve the scenario on: it
