@@ -401,6 +401,23 @@ func (s *Scenario) ServicesFor(st *Strategy) []Service {
 // server.
 func (s *Scenario) Graph() bool { return s.Services != nil }
 
+// OneService returns the scenario with its server written as a graph of
+// one service, named "server", of one replica, round-robin and FIFO:
+// how the simulator's engine runs a single server, and how a real-HTTP
+// Graph serves one. The copy shares everything else with s. s must
+// describe a single server (not Graph()).
+func (s *Scenario) OneService() *Scenario {
+	g := *s
+	g.Services = []Service{{
+		Name:            "server",
+		Server:          s.Server,
+		Replicas:        1,
+		Balancer:        RoundRobin,
+		QueueDiscipline: FIFO,
+	}}
+	return &g
+}
+
 // TargetIndex returns the index in Services of the service the fleet
 // calls; 0 for a single server.
 func (s *Scenario) TargetIndex() int {

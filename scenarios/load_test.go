@@ -483,3 +483,30 @@ strategies: [{name: s, backoff: {kind: none}, max_attempts: 1, hedge: {delay: 10
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "strategies[0].hedge: model occ has one write in flight a request")
 }
+
+func TestOneServiceIsTheServerAsAGraph(t *testing.T) {
+	sc, err := Parse("one.yaml", []byte(`server:
+  concurrency: 4
+  service_time: 5ms
+  outages: [{start: 1s, duration: 2s, mode: error}]
+workload: {requests: 10}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	before := *sc
+	g := sc.OneService()
+	require.True(t, g.Graph())
+	require.Len(t, g.Services, 1)
+	svc := g.Services[0]
+	assert.Equal(t, "server", svc.Name)
+	assert.Equal(t, sc.Server, svc.Server, "the server, outages and all")
+	assert.Equal(t, 1, svc.Replicas)
+	assert.Equal(t, RoundRobin, svc.Balancer)
+	assert.Equal(t, FIFO, svc.QueueDiscipline)
+	assert.Empty(t, svc.Calls)
+	assert.Zero(t, g.TargetIndex())
+	assert.Equal(t, sc.Server, *g.Target())
+	assert.Equal(t, sc.Strategies, g.Strategies)
+	assert.Equal(t, before, *sc, "sc is not changed")
+	assert.False(t, sc.Graph())
+}
