@@ -270,7 +270,11 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 				return nil, err
 			}
 			srv.seen = seen
-			srv.calls = &graphCalls{g: g, svc: s, replica: r}
+			if len(s.cfg.Calls) > 0 {
+				// A service without calls frees its slot once its work
+				// is done, before the store records the key.
+				srv.calls = &graphCalls{g: g, svc: s, replica: r}
+			}
 			srv.queue = serverQueueOf(s.cfg)
 			srv.propagate.Store(st.DeadlinePropagation)
 			if i == g.target {

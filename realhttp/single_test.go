@@ -186,3 +186,22 @@ func TestServerStateOfASingleServer(t *testing.T) {
 	assert.JSONEq(t, `{"5xx": 1}`, string(stats["by_outcome"]))
 	assert.JSONEq(t, `{"outage": 1}`, string(stats["by_reason"]))
 }
+
+func TestGraphLeavesFreeTheirSlotBeforeTheStore(t *testing.T) {
+	// Only a service that makes calls holds its slot past its work (its
+	// calls after it); a leaf frees it as a single server does
+	// (TestServerFreesItsSlotBeforeTheStoreRecordsTheKey).
+	sc, err := scenarios.Parse("chain.yaml", []byte(`name: chain
+services:
+  - {name: front, calls: [{service: back}]}
+  - {name: back, idempotency: true}
+workload: {target: front, requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
+	require.NoError(t, err)
+	assert.NotNil(t, g.services[0].replicas[0].srv.calls, "front")
+	assert.Nil(t, g.services[1].replicas[0].srv.calls, "back")
+	require.NoError(t, g.Shutdown(context.Background()))
+}
