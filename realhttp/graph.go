@@ -75,6 +75,10 @@ type Graph struct {
 
 	propagate atomic.Bool // the strategy's deadline propagation
 
+	// single is, for a scenario of a single server, the scenario as
+	// written (sc is its graph of one service); nil for a graph.
+	single *scenarios.Scenario
+
 	mu    sync.Mutex // guards start and what the graph draws
 	start time.Time
 	rDraw *rand.Rand // which calls are made (a call's probability)
@@ -152,10 +156,11 @@ func (e *graphEdge) resetSenders(seed uint64, k int) {
 }
 
 // GraphOptions configures a Graph: the servers' options (TimeScale,
-// Seed, MaxConns... as for NewServer; Log, Store and Events are not
-// used: the replicas of a service share an in-memory store; Observe is
-// given the attempts at the fleet's target only), and the connections
-// between services.
+// Seed, MaxConns... as for NewServer; for a graph of services, Log,
+// Store and Events are not used: the replicas of a service share an
+// in-memory store; a single server's replica takes them all, as
+// NewServer would; Observe is given the attempts at the fleet's target
+// only), and the connections between services.
 type GraphOptions struct {
 	Server ServerOptions
 	// MaxConns bounds the connections of the services' calls, per
@@ -193,6 +198,12 @@ var ErrGraphUnsupported = errors.New("not served over real HTTP yet")
 // as st deploys it, that a Graph cannot serve, and why; "" when it can
 // serve them all.
 func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path string, err error) {
+	if !sc.Graph() {
+		if sc.Server.Model == scenarios.ModelOCC {
+			return "server.model", fmt.Errorf("%w (scenario %s has model occ)", ErrServerModel, sc.Name)
+		}
+		return "", nil
+	}
 	for i, svc := range sc.ServicesFor(st) {
 		at := fmt.Sprintf("services[%d]", i)
 		switch {
@@ -205,18 +216,35 @@ func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path stri
 	return "", nil
 }
 
-// NewGraph returns the graph of sc, which must be a valid scenario with
-// services, as strategy st deploys it, with its edge policies. It does
-// not listen yet (see Start).
+// NewGraph returns the graph of sc, which must be a valid scenario, as
+// strategy st deploys it, with its edge policies. It does not listen yet
+// (see Start).
+//
+// A scenario of a single server (its server: section, not services) is
+// served as the simulator runs it: as a graph of one service named
+// "server" (scenarios.Scenario.OneService), whose one replica is the
+// test server NewServer(sc, opts.Server) would make, with its seed,
+// idempotency store, request log and events. Unlike that server, it
+// knows the fleet's timeout: with deadline propagation it drops the
+// work whose attempt has given up, as the simulator does, and counts
+// late work. The fleet's run against it has no services nor edges.
 func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions) (*Graph, error) {
-	if sc == nil || st == nil || !sc.Graph() {
-		return nil, errors.New("realhttp: NewGraph needs a scenario with services and a strategy")
+	if sc == nil || st == nil {
+		return nil, errors.New("realhttp: NewGraph needs a scenario and a strategy")
 	}
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("realhttp: NewGraph: invalid scenario: %w", err)
 	}
 	if path, err := GraphUnsupported(sc, st); err != nil {
 		return nil, fmt.Errorf("realhttp: NewGraph: %s: %w", path, err)
+	}
+	// A single server is validated as written, and served as a graph of
+	// one service: its replica is built from the server as written.
+	single := sc
+	if !sc.Graph() {
+		sc = sc.OneService()
+	} else {
+		single = nil
 	}
 	scale := opts.Server.TimeScale
 	if scale == 0 {
@@ -239,7 +267,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 	g := &Graph{
 		sc: sc, st: st, scale: scale, bucket: sc.Bucket, target: sc.TargetIndex(),
 		client: client, idle: idle, quit: quit, stop: stop, seed: seed, onTurn: opts.Turn,
-		start: time.Now(), rDraw: rand.New(rand.NewPCG(seed, 4)),
+		start: time.Now(), rDraw: rand.New(rand.NewPCG(seed, 4)), single: single,
 	}
 	g.propagate.Store(st.DeadlinePropagation)
 	buckets := int((sc.Duration + sc.Bucket - 1) / sc.Bucket)
@@ -253,18 +281,26 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 		// The replicas of a service share its idempotency store, as they
 		// would a datastore, and its count of duplicates: a retry that
 		// another replica takes is answered from the store, or counted.
-		store := NewMemoryStore(MemoryLimits{})
+		// A single server's is the caller's, with its limits.
+		store := opts.Server.Store
+		if store == nil || single == nil {
+			store = NewMemoryStore(MemoryLimits{})
+		}
 		seen := newServerSeen(cmp.Or(opts.Server.DuplicateWindow, serverDefaultDuplicateWindow))
 		for r := range s.cfg.Replicas {
 			so := opts.Server
 			so.TimeScale = scale
-			so.Log, so.Events = nil, nil
 			if i != g.target {
 				so.Observe = nil
 			}
-			so.Seed = seed ^ uint64(i+1)<<32 ^ uint64(r+1)
 			so.Store = store
-			srv, err := newServer(replicaScenario(sc, s.cfg, r, holds[i]), so)
+			so.Seed = g.replicaSeed(seed, i, r)
+			sub := single
+			if single == nil {
+				so.Log, so.Events = nil, nil
+				sub = replicaScenario(sc, s.cfg, r, holds[i])
+			}
+			srv, err := newServer(sub, so)
 			if err != nil {
 				stop()
 				return nil, err
@@ -581,7 +617,7 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 	g.quit, g.stop = context.WithCancel(context.Background())
 	for i, s := range g.services {
 		for _, rep := range s.replicas {
-			if err := rep.srv.Reset(ctx, seed^uint64(i+1)<<32^uint64(rep.index+1)); err != nil {
+			if err := rep.srv.Reset(ctx, g.replicaSeed(seed, i, rep.index)); err != nil {
 				return err
 			}
 			rep.base = rep.srv.Stats()
@@ -607,6 +643,16 @@ func (g *Graph) Reset(ctx context.Context, seed uint64) error {
 	g.mu.Unlock()
 	g.restart()
 	return nil
+}
+
+// replicaSeed returns the seed of the draws of replica r of service i
+// in a run of seed: a single server's is the run's, as a bare Server's
+// (the same service times, failures and losses).
+func (g *Graph) replicaSeed(seed uint64, i, r int) uint64 {
+	if g.single != nil {
+		return seed
+	}
+	return seed ^ uint64(i+1)<<32 ^ uint64(r+1)
 }
 
 // graphCalls makes the downstream calls of one replica of a service.

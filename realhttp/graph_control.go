@@ -75,8 +75,15 @@ func cloneServiceRun(s *results.ServiceRun) *results.ServiceRun {
 }
 
 // Finish adds the graph's counts to run, the fleet's run against it
-// (see GraphCounts.AddTo). Call it once the graph is idle.
-func (g *Graph) Finish(run *results.Run) { g.Counts().AddTo(run) }
+// (see GraphCounts.AddTo). Call it once the graph is idle. A single
+// server's run gets the server's counts (processed, duplicates, wasted,
+// lost), and no services nor edges, as the simulator's has none.
+func (g *Graph) Finish(run *results.Run) {
+	g.Counts().AddTo(run)
+	if g.single != nil {
+		run.Services, run.Edges = nil, nil
+	}
+}
 
 // AddTo adds the counts to run, the fleet's run against the graph, whose
 // own counts describe the target: the services (the target's with the

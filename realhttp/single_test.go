@@ -3,9 +3,11 @@ package realhttp
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/zeontools/herdlab/scenarios"
+	"github.com/zeontools/herdlab/sim"
 )
 
 // What a test server of a single server (a scenario's server: section)
@@ -45,14 +48,34 @@ func (f *singleTestStore) Done(ctx context.Context, key string) error {
 
 // singleTestServers are the ways to serve a single server: each starts
 // one for sc with opts on loopback until the test ends, and returns its
-// URL.
+// URL and the test server that serves it (a Graph's replica).
 var singleTestServers = []struct {
 	name  string
-	start func(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) string
+	start func(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) (string, *Server)
 }{
-	{"server", func(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) string {
-		return serverTestStart(t, sc, opts).URL()
+	{"server", func(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) (string, *Server) {
+		s := serverTestStart(t, sc, opts)
+		return s.URL(), s
 	}},
+	{"graph", func(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) (string, *Server) {
+		g := singleTestGraph(t, sc, opts)
+		return g.URL(), g.services[0].replicas[0].srv
+	}},
+}
+
+// singleTestGraph starts a Graph of sc's first strategy on loopback,
+// shut down at the end of the test.
+func singleTestGraph(t *testing.T, sc *scenarios.Scenario, opts ServerOptions) *Graph {
+	t.Helper()
+	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{Server: opts})
+	require.NoError(t, err)
+	require.NoError(t, g.Start(""))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, g.Shutdown(ctx))
+	})
+	return g
 }
 
 func TestServerFreesItsSlotBeforeTheStoreRecordsTheKey(t *testing.T) {
@@ -66,7 +89,7 @@ func TestServerFreesItsSlotBeforeTheStoreRecordsTheKey(t *testing.T) {
 			serverTestLeaks(t)
 			sc := serverTestScenario(t, "  concurrency: 1\n  queue: unlimited\n  service_time: 1ms\n  idempotency: true\n")
 			store := &singleTestStore{MemoryStore: NewMemoryStore(MemoryLimits{}), key: "a", entered: make(chan struct{}), release: make(chan struct{})}
-			url := ts.start(t, sc, ServerOptions{Store: store, StoreTimeout: time.Minute})
+			url, _ := ts.start(t, sc, ServerOptions{Store: store, StoreTimeout: time.Minute})
 			released := false
 			release := func() {
 				if !released {
@@ -187,6 +210,45 @@ func TestServerStateOfASingleServer(t *testing.T) {
 	assert.JSONEq(t, `{"outage": 1}`, string(stats["by_reason"]))
 }
 
+func TestOneServiceGraphDropsWorkPastTheFleetsDeadline(t *testing.T) {
+	// Served as a graph of one service, the server knows the fleet's
+	// timeout, as the simulator's engine does: with deadline
+	// propagation each job is cut short when its attempt gives up
+	// (nothing processed); without, each is done late, for no one.
+	for _, propagate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("propagate=%v", propagate), func(t *testing.T) {
+			serverTestLeaks(t)
+			src := singleTestDeadlines
+			if !propagate {
+				src = strings.Replace(src, "deadline_propagation: true", "deadline_propagation: false", 1)
+			}
+			sc, err := scenarios.Parse("deadlines.yaml", []byte(src))
+			require.NoError(t, err)
+			g := singleTestGraph(t, sc, ServerOptions{})
+			run, _ := driverReplay(t, sc, &sc.Strategies[0], DriverOptions{Target: g.URL()})
+			require.NoError(t, g.Idle(context.Background()))
+			g.Finish(run)
+			st := g.services[0].replicas[0].srv.Stats()
+			simulated, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			want := simulated.Runs[0]
+			assert.Zero(t, run.Delivered)
+			assert.Equal(t, want.Processed, run.Processed, "as simulated")
+			if propagate {
+				assert.Zero(t, st.Processed)
+				assert.Equal(t, int64(5), st.Expired)
+				assert.Zero(t, st.LateWork)
+			} else {
+				assert.Equal(t, int64(5), st.Processed)
+				assert.Equal(t, int64(5), st.LateWork)
+				assert.Zero(t, st.Expired)
+			}
+			assert.Nil(t, run.Services, "a single server's run has no services, as the simulator's")
+			assert.Nil(t, run.Edges)
+		})
+	}
+}
+
 func TestGraphLeavesFreeTheirSlotBeforeTheStore(t *testing.T) {
 	// Only a service that makes calls holds its slot past its work (its
 	// calls after it); a leaf frees it as a single server does
@@ -204,4 +266,133 @@ strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 	assert.NotNil(t, g.services[0].replicas[0].srv.calls, "front")
 	assert.Nil(t, g.services[1].replicas[0].srv.calls, "back")
 	require.NoError(t, g.Shutdown(context.Background()))
+}
+
+// singleTestSeen is what a client and the server saw of a script of
+// requests, less what time changes: the answers (status, reason and
+// hints, or no answer), the log lines (without their times), the
+// events, the metrics (but the connections open) and the counts (but
+// the connections and the time in the queue).
+type singleTestSeen struct {
+	Answers []string
+	Log     []ServerLogLine
+	Events  []string
+	Metrics []string
+	Stats   ServerStats
+}
+
+// singleTestAnswer sends an attempt, with headers, and says what came
+// back.
+func singleTestAnswer(ctx context.Context, c *http.Client, url string, headers ...string) string {
+	resp, err := serverTestPost(ctx, c, url, headers...)
+	if err != nil {
+		return "no answer"
+	}
+	return fmt.Sprintf("%d %s retry-after=%q pushback=%q", resp.StatusCode, resp.Header.Get(ServerReasonHeader),
+		resp.Header.Get("Retry-After"), resp.Header.Get(PushbackHeader))
+}
+
+// singleTestMetrics returns srv's metrics, one sample a line, without
+// the connections open.
+func singleTestMetrics(t *testing.T, srv *Server) []string {
+	rec := httptest.NewRecorder()
+	srv.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	require.Equal(t, http.StatusOK, rec.Code)
+	var out []string
+	for line := range strings.Lines(rec.Body.String()) {
+		if !strings.HasPrefix(line, "#") && !strings.HasPrefix(line, "herdlab_server_connections ") {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	require.NotEmpty(t, out)
+	return out
+}
+
+func TestOneServiceGraphServesAsTheServer(t *testing.T) {
+	// The same script of requests, to a Server and to a Graph of the
+	// same single-server scenario (with the same seed), sees the same
+	// answers, log, events, metrics and counts.
+	tests := []struct {
+		name   string
+		server string
+		script func(t *testing.T, c *http.Client, url string, srv *Server) []string
+	}{
+		{"a refuse outage at 0", "  service_time: 1ms\n  outages: [{start: 0s, duration: 1h, mode: refuse}]\n",
+			func(t *testing.T, c *http.Client, url string, _ *Server) []string {
+				return []string{singleTestAnswer(context.Background(), c, url)}
+			}},
+		{"an error outage", "  service_time: 1ms\n  outages: [{start: 0s, duration: 1h, mode: error}]\n",
+			func(t *testing.T, c *http.Client, url string, _ *Server) []string {
+				return []string{singleTestAnswer(context.Background(), c, url), singleTestAnswer(context.Background(), c, url)}
+			}},
+		{"a rate limit with pushback", "  service_time: 1ms\n  rate_limit: {rate: 1, burst: 1, pushback: 2s}\n",
+			func(t *testing.T, c *http.Client, url string, _ *Server) []string {
+				return []string{singleTestAnswer(context.Background(), c, url), singleTestAnswer(context.Background(), c, url)}
+			}},
+		{"idempotency with lost answers and failures", "  service_time: {dist: exponential, mean: 2ms}\n  idempotency: true\n  response_loss: 0.5\n  failure_probability: 0.2\n  failure_pushback: 50ms\n",
+			func(t *testing.T, c *http.Client, url string, _ *Server) []string {
+				// Sequential: the draws of loss, failure and service
+				// time come in the same order, from the run's seed.
+				var out []string
+				for k := range 8 {
+					for range 2 {
+						out = append(out, singleTestAnswer(context.Background(), c, url, "Idempotency-Key", fmt.Sprint("k", k), serverAttemptHeader, "1"))
+					}
+				}
+				return out
+			}},
+		{"a full queue", "  concurrency: 1\n  queue: 1\n  service_time: 200ms\n",
+			func(t *testing.T, c *http.Client, url string, srv *Server) []string {
+				answers := make([]chan string, 2)
+				for i, wait := range []func() bool{
+					func() bool { return srv.Stats().InFlight == 1 },
+					func() bool { return srv.Stats().Queued == 1 },
+				} {
+					answers[i] = make(chan string, 1)
+					go func() {
+						answers[i] <- singleTestAnswer(context.Background(), c, url, serverRequestHeader, fmt.Sprint(i))
+					}()
+					serverTestWait(t, "the attempt in place", wait)
+				}
+				full := singleTestAnswer(context.Background(), c, url, serverRequestHeader, "2")
+				return []string{<-answers[0], <-answers[1], full}
+			}},
+		{"a hold", "  service_time: 1ms\n  outages: [{start: 0s, duration: 1h, mode: timeout}]\n",
+			func(t *testing.T, c *http.Client, url string, _ *Server) []string {
+				ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+				defer cancel()
+				return []string{singleTestAnswer(ctx, c, url)}
+			}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			serverTestLeaks(t)
+			sc := serverTestScenario(t, tt.server)
+			var seen []singleTestSeen
+			for _, ts := range singleTestServers {
+				log, events := &serverTestLog{}, &serverTestEvents{}
+				url, srv := ts.start(t, sc, ServerOptions{Seed: 7, Log: log, Events: events.add})
+				c := serverTestClient(t)
+				got := singleTestSeen{Answers: tt.script(t, c, url, srv)}
+				serverTestIdle(t, srv)
+				for _, line := range log.lines(t) {
+					line.T, line.AtNS = 0, 0
+					got.Log = append(got.Log, line)
+				}
+				events.mu.Lock()
+				for _, ev := range events.events {
+					got.Events = append(got.Events, ev.String())
+				}
+				events.mu.Unlock()
+				got.Metrics = singleTestMetrics(t, srv)
+				got.Stats = srv.Stats()
+				got.Stats.Conns, got.Stats.QueueWait = 0, 0
+				seen = append(seen, got)
+			}
+			require.NotEmpty(t, seen[0].Answers)
+			for i := 1; i < len(seen); i++ {
+				assert.Equal(t, seen[0], seen[i], "%s as %s", singleTestServers[i].name, singleTestServers[0].name)
+			}
+		})
+	}
 }
