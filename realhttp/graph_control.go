@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -116,6 +117,17 @@ func (c GraphCounts) AddTo(run *results.Run) {
 // (which JSON has no number for) as -1; unwire undoes it.
 func (c GraphCounts) wire(to bool) { results.WireServices(c.Services, to) }
 
+// Fingerprint returns a short digest of what a test server of sc
+// serves, as its control endpoint reports it (ServerState.Fingerprint):
+// a single server's ServerFingerprint, a graph's GraphFingerprint. A
+// replay compares it with the one the served scenario reports.
+func Fingerprint(sc *scenarios.Scenario) string {
+	if !sc.Graph() {
+		return ServerFingerprint(sc)
+	}
+	return GraphFingerprint(sc)
+}
+
 // GraphFingerprint returns a short digest of what a Graph of sc serves:
 // its services. A replay compares it with the one a served graph
 // reports (ServerState.Fingerprint).
@@ -174,9 +186,18 @@ func (g *Graph) ResetStrategy(ctx context.Context, seed uint64, name string) err
 }
 
 // State returns the graph's state: the target's as a ServerState, with
-// the strategy served and the counts since the last reset.
+// the strategy served and the counts since the last reset. A single
+// server's is its server's state (Server.State: its fingerprint, its
+// full stats), with the strategy and the counts.
 func (g *Graph) State() ServerState {
 	t := g.services[g.target].replicas[0].srv.State()
+	if g.single != nil {
+		t.Strategy = g.Strategy()
+		c := g.Counts()
+		c.wire(true)
+		t.Graph = &c
+		return t
+	}
 	st := ServerState{Scenario: g.sc.Name, Fingerprint: GraphFingerprint(g.sc), TimeScale: g.scale, T: g.now().Seconds(),
 		Resets: t.Resets, Outage: t.Outage, Strategy: g.Strategy()}
 	for _, rep := range g.services[g.target].replicas {
@@ -193,26 +214,42 @@ func (g *Graph) State() ServerState {
 	return st
 }
 
-// StartAdmin serves the graph's control endpoint on addr (as
-// Server.StartAdmin): GET /control/state, the graph's State (with
+// StartAdmin serves the graph's admin listener on addr, with the limits
+// of Server.StartAdmin: GET /control/state, the graph's State (with
 // ?idle=1 once no request is at any replica, waiting up to 30 s), and
 // POST /control/reset with {"seed": N, "strategy": NAME}, which resets
 // every replica and the graph's counts for a run of that strategy (the
-// one served when empty). Each replica's metrics are on its own port
-// (GET /metrics).
+// one served when empty); and when the fleet's target has one replica
+// (a single server's always has), GET /metrics, its metrics. Every
+// replica's metrics are on its own port too (GET /metrics). Nothing on
+// it is authenticated: keep it on loopback. StartAdmin fails when called
+// twice.
 func (g *Graph) StartAdmin(addr string) error {
 	a, err := serverResolve(addr)
 	if err != nil {
 		return fmt.Errorf("realhttp: StartAdmin: %w", err)
+	}
+	if g.admin != nil {
+		return errors.New("realhttp: StartAdmin: the admin listener has already been started")
 	}
 	ln, err := net.Listen("tcp", a)
 	if err != nil {
 		return fmt.Errorf("realhttp: StartAdmin: %w", err)
 	}
 	mux := http.NewServeMux()
+	if t := g.services[g.target]; len(t.replicas) == 1 {
+		mux.Handle("GET /metrics", t.replicas[0].srv.metrics.handler())
+	}
 	mux.HandleFunc("GET "+ControlStatePath, controlState(g.Idle, g.State))
 	mux.HandleFunc("POST "+ControlResetPath, controlResetHandler(g.resetFor, g.State))
-	g.admin = &http.Server{Handler: localhost.Guard(mux, ln.Addr().String()), ReadHeaderTimeout: serverDefaultReadTimeout, WriteTimeout: serverWriteSlack + serverResetWait}
+	g.admin = &http.Server{
+		Handler:           localhost.Guard(mux, ln.Addr().String()),
+		ReadHeaderTimeout: serverDefaultReadTimeout,
+		ReadTimeout:       serverDefaultReadTimeout,
+		WriteTimeout:      serverWriteSlack + serverResetWait,
+		IdleTimeout:       serverIdleTimeout,
+		MaxHeaderBytes:    serverMaxHeaderBytes,
+	}
 	g.adminLn = ln
 	g.adminDone = make(chan struct{})
 	go func() {

@@ -189,25 +189,148 @@ func singleTestState(t *testing.T, admin string) (state, stats map[string]json.R
 func keysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func TestServerStateOfASingleServer(t *testing.T) {
-	serverTestLeaks(t)
+	// A single server's state, from a Server's admin listener or a
+	// Graph's: the same keys and figures (a Graph's adds the strategy
+	// and its counts since the last reset), its fingerprint the
+	// server's.
 	sc := serverTestScenario(t, "  service_time: 1ms\n  outages: [{start: 0s, duration: 1h, mode: error}]\n")
-	s, err := NewServer(sc, ServerOptions{})
-	require.NoError(t, err)
-	require.NoError(t, s.StartAdmin(""))
-	require.NoError(t, s.Start(""))
-	t.Cleanup(func() { assert.NoError(t, s.Shutdown(context.Background())) })
-	resp, err := serverTestPost(context.Background(), serverTestClient(t), s.URL())
-	require.NoError(t, err)
-	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	for _, tt := range []struct {
+		name  string
+		start func(t *testing.T) (work, admin string)
+		extra []string
+	}{
+		{"server", func(t *testing.T) (string, string) {
+			s, err := NewServer(sc, ServerOptions{})
+			require.NoError(t, err)
+			require.NoError(t, s.StartAdmin(""))
+			require.NoError(t, s.Start(""))
+			t.Cleanup(func() { assert.NoError(t, s.Shutdown(context.Background())) })
+			return s.URL(), s.AdminURL()
+		}, nil},
+		{"graph", func(t *testing.T) (string, string) {
+			g := singleTestGraph(t, sc, ServerOptions{})
+			require.NoError(t, g.StartAdmin(""))
+			return g.URL(), g.AdminURL()
+		}, []string{"graph", "strategy"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			serverTestLeaks(t)
+			work, admin := tt.start(t)
+			resp, err := serverTestPost(context.Background(), serverTestClient(t), work)
+			require.NoError(t, err)
+			assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 
-	state, stats := singleTestState(t, s.AdminURL())
-	assert.Equal(t, singleTestStateKeys, keysOf(state))
-	assert.ElementsMatch(t, singleTestStatsKeys, keysOf(stats))
-	assert.JSONEq(t, `"`+ServerFingerprint(sc)+`"`, string(state["fingerprint"]))
-	assert.JSONEq(t, `{"mode": "error", "start": 0, "end": 3600}`, string(state["outage"]))
-	assert.JSONEq(t, `1`, string(stats["attempts"]))
-	assert.JSONEq(t, `{"5xx": 1}`, string(stats["by_outcome"]))
-	assert.JSONEq(t, `{"outage": 1}`, string(stats["by_reason"]))
+			state, stats := singleTestState(t, admin)
+			assert.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(singleTestStateKeys), tt.extra...))), keysOf(state))
+			assert.ElementsMatch(t, singleTestStatsKeys, keysOf(stats))
+			assert.JSONEq(t, `"`+ServerFingerprint(sc)+`"`, string(state["fingerprint"]))
+			assert.JSONEq(t, `"t"`, string(state["scenario"]))
+			assert.JSONEq(t, `{"mode": "error", "start": 0, "end": 3600}`, string(state["outage"]))
+			assert.JSONEq(t, `1`, string(stats["attempts"]))
+			assert.JSONEq(t, `{"5xx": 1}`, string(stats["by_outcome"]))
+			assert.JSONEq(t, `{"outage": 1}`, string(stats["by_reason"]))
+		})
+	}
+}
+
+func TestFingerprint(t *testing.T) {
+	sc := serverTestScenario(t, "  service_time: 1ms\n")
+	assert.Equal(t, ServerFingerprint(sc), Fingerprint(sc))
+	graph, err := scenarios.Parse("graph.yaml", []byte(`name: g
+services:
+  - {name: front, calls: [{service: back}]}
+  - {name: back}
+workload: {target: front, requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	assert.Equal(t, GraphFingerprint(graph), Fingerprint(graph))
+	assert.NotEqual(t, Fingerprint(sc), Fingerprint(sc.OneService()), "a server is not the graph of one service it is served as")
+}
+
+func TestOneServiceGraphControlEndpoint(t *testing.T) {
+	// What TestServerControlEndpoint asks of a Server's admin listener,
+	// of a Graph's serving the same scenario.
+	serverTestLeaks(t)
+	sc := serverTestScenario(t, `
+  service_time: 1ms
+  outages: [{start: 0s, duration: 1h, mode: refuse}]
+`)
+	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{Server: ServerOptions{TimeScale: 0.5}})
+	require.NoError(t, err)
+	require.NoError(t, g.StartAdmin(""))
+	require.NoError(t, g.Start(""))
+	t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
+	require.Error(t, g.StartAdmin(""), "one admin listener")
+	assert.Contains(t, g.AdminURL(), "http://127.0.0.1:")
+
+	// The work listener refuses; metrics and control answer on theirs.
+	require.True(t, serverTestRefused(strings.TrimSuffix(strings.TrimPrefix(g.URL(), "http://"), "/")))
+	c := serverTestClient(t)
+	resp, err := c.Get(g.AdminURL() + "metrics")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), "herdlab_server_connections", "metrics during a refuse outage")
+
+	ctl := Control{URL: g.AdminURL(), Client: c}
+	st, err := ctl.State(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "t", st.Scenario)
+	assert.Equal(t, ServerFingerprint(sc), st.Fingerprint)
+	assert.InDelta(t, 0.5, st.TimeScale, 0)
+	require.NotNil(t, st.Outage)
+
+	st, err = ctl.Reset(context.Background(), 3)
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Resets)
+	assert.Equal(t, "s", st.Strategy, "a reset without a strategy keeps the one served")
+	st, err = ctl.Idle(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, 1, st.Resets)
+
+	resp, err = c.Post(g.AdminURL()+"control/reset", "application/json", strings.NewReader(`{"seed": "x"}`))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+}
+
+func TestGraphAdminServesTheTargetsMetrics(t *testing.T) {
+	// A graph's admin listener serves its target's metrics when the
+	// target has one replica; with several, each replica's are on its
+	// own port only.
+	for _, replicas := range []int{1, 2} {
+		t.Run(fmt.Sprint("replicas=", replicas), func(t *testing.T) {
+			serverTestLeaks(t)
+			sc, err := scenarios.Parse("graph.yaml", fmt.Appendf(nil, `name: g
+services:
+  - {name: front, replicas: %d, service_time: 1ms, calls: [{service: back}]}
+  - {name: back, service_time: 1ms}
+workload: {target: front, requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`, replicas))
+			require.NoError(t, err)
+			g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
+			require.NoError(t, err)
+			require.NoError(t, g.StartAdmin(""))
+			require.NoError(t, g.Start(""))
+			t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
+			c := serverTestClient(t)
+			resp, err := serverTestPost(context.Background(), c, g.URL())
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+			resp, err = c.Get(g.AdminURL() + "metrics")
+			require.NoError(t, err)
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if replicas > 1 {
+				assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+				return
+			}
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Contains(t, string(body), `herdlab_server_attempts_total{outcome="success",reason="processed"} 1`, "the target's")
+		})
+	}
 }
 
 func TestOneServiceGraphDropsWorkPastTheFleetsDeadline(t *testing.T) {
