@@ -10,14 +10,17 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/zeontools/herdlab/results"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/sim"
+	"github.com/zeontools/herdlab/strategies"
 )
 
 // What a test server of a single server (a scenario's server: section)
@@ -518,4 +521,53 @@ func TestOneServiceGraphServesAsTheServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestHedgePercentileObservesTheFleetsFirstCopyOnly(t *testing.T) {
+	// Plan row 22, as it is: a percentile hedge delay is estimated by
+	// the fleet's driver from each attempt's first copy's successes
+	// alone (its latency, whether or not a hedge won), where a call
+	// edge observes every copy's success (observeCopy, as the
+	// simulator's graph does). Twenty attempts whose hedge alone
+	// succeeded leave the driver's sender with nothing observed;
+	// twenty whose first copy succeeded, after losing, give it enough.
+	pol := &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}
+	d := &driver{policy: pol, reqs: make([]driverRequest, 1), copies: make([]driverCopies, 1), senders: make([]driverSender, 1), run: &results.Run{}}
+	// Each attempt's copies are sent at once; the hedge is answered a
+	// millisecond later, the first copy two.
+	answer := func(k int32, o strategies.Outcome, sent time.Duration) bool {
+		d.now += time.Millisecond
+		return d.copyAnswered(driverDone{i: 0, tag: k, driverAnswer: driverAnswer{res: strategies.Result{Outcome: o}}, actual: sent})
+	}
+	attempt := func(first, hedge strategies.Outcome) {
+		d.reqs[0].state = drvInFlight
+		d.copies[0] = driverCopies{base: 0, sent: 2}
+		d.inFlight = 2
+		sent := d.now
+		if answer(1, hedge, sent) {
+			d.reqs[0].state = drvDelivered
+		}
+		answer(0, first, sent)
+	}
+	for range strategies.MinObserved {
+		attempt(strategies.ServerError, strategies.Success)
+	}
+	_, ok := pol.HedgeDelay(&d.senders[0].retry)
+	assert.False(t, ok, "no first copy succeeded: nothing observed")
+	assert.EqualValues(t, strategies.MinObserved, d.run.HedgeWins)
+	for range strategies.MinObserved {
+		attempt(strategies.Success, strategies.Success)
+	}
+	delay, ok := pol.HedgeDelay(&d.senders[0].retry)
+	assert.True(t, ok, "the first copies' latencies, though each lost")
+	assert.Equal(t, 2*time.Millisecond, delay, "the first copy's latency: two answers after it was sent")
+
+	sd := &graphSender{mu: new(sync.Mutex), stated: true}
+	e := &graphEdge{policy: &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}}
+	g := &Graph{scale: 1, start: time.Now()}
+	for range strategies.MinObserved {
+		g.observeCopy(e, sd, graphCopy{k: 1, ans: driverAnswer{res: strategies.Result{Outcome: strategies.Success}}, live: true})
+	}
+	_, ok = e.policy.HedgeDelay(sd.sender())
+	assert.True(t, ok, "an edge observes a hedge's success too")
 }
