@@ -441,6 +441,9 @@ func (g *Graph) Start(addr string) error {
 				a = addr
 			}
 			if err := rep.srv.Start(a); err != nil {
+				if g.single != nil {
+					return err // the server's, as NewServer's would say it
+				}
 				return fmt.Errorf("service %s, replica %d: %w", s.cfg.Name, rep.index, err)
 			}
 			rep.url = rep.srv.URL()
@@ -482,6 +485,14 @@ func (g *Graph) URL() string {
 		return "http://" + g.frontLn.Addr().String() + "/"
 	}
 	return g.services[g.target].replicas[0].url
+}
+
+// Addr returns the host:port of URL, or "" before Start.
+func (g *Graph) Addr() string {
+	if g.frontLn != nil {
+		return g.frontLn.Addr().String()
+	}
+	return g.services[g.target].replicas[0].srv.Addr()
 }
 
 // Services returns, per service in file order, its replicas' URLs.

@@ -259,6 +259,15 @@ func (g *Graph) StartAdmin(addr string) error {
 	return nil
 }
 
+// AdminAddr returns the host:port of the admin listener, or "" before
+// StartAdmin.
+func (g *Graph) AdminAddr() string {
+	if g.adminLn == nil {
+		return ""
+	}
+	return g.adminLn.Addr().String()
+}
+
 // AdminURL returns http://host:port/ of the control endpoint, or ""
 // before StartAdmin.
 func (g *Graph) AdminURL() string {

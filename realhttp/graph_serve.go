@@ -162,10 +162,14 @@ func (g *Graph) Serve(listen func(at GraphAt, h http.Handler) (Listener, *http.S
 	return nil
 }
 
-// TargetStats returns the counts of the fleet's target, its replicas'
-// summed (see Server.Stats): the requests in service, processed,
-// duplicated, wasted and lost since the graph started.
+// TargetStats returns the counts of the fleet's target since the graph
+// started: with one replica (a single server's), its server's (see
+// Server.Stats); with several, the requests in service, processed,
+// duplicated, wasted and lost, summed.
 func (g *Graph) TargetStats() ServerStats {
+	if t := g.services[g.target]; len(t.replicas) == 1 {
+		return t.replicas[0].srv.Stats()
+	}
 	var st ServerStats
 	for _, rep := range g.services[g.target].replicas {
 		s := rep.srv.Stats()
