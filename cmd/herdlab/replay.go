@@ -385,7 +385,9 @@ func (p *replayer) replay(ctx context.Context, st *scenarios.Strategy, run int) 
 	if p.sc.Graph() {
 		return p.replayGraph(ctx, st, run, seed, opts)
 	}
-	before, err := p.ctl.Reset(ctx, seed)
+	// The strategy, for a served single server's deadline: a bare test
+	// server (an older herdlab serve) ignores it.
+	before, err := p.ctl.ResetStrategy(ctx, seed, st.Name)
 	if err != nil {
 		return nil, realhttp.DriverStats{}, fmt.Errorf("resetting the target: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,6 +154,9 @@ func serveFlags(fs *flag.FlagSet) (serveOpts, error) {
 	return o, nil
 }
 
+// serve serves the scenario until a signal: a graph of services whole,
+// a single server as a graph of one service (whose replica is the test
+// server, with its store, log and events).
 func serve(c *cli, fs *flag.FlagSet) int {
 	fail := func(code int, format string, args ...any) int {
 		fmt.Fprintf(c.stderr, "herdlab serve: "+format+"\n", args...)
@@ -174,74 +178,103 @@ func serve(c *cli, fs *flag.FlagSet) int {
 		return fail(exitBadInput, "--time-scale %v: %v", o.server.TimeScale, err)
 	}
 	o.server.Seed = sc.Seed
+	st := &sc.Strategies[0]
 	if sc.Graph() {
-		return serveGraph(c, fs, o, sc)
-	}
-	if o.strategy != "" {
-		return fail(exitBadInput, "--strategy: %s has one server, the same for every strategy: --strategy is for a graph of services", o.file)
-	}
-	if sc.Server.Model == scenarios.ModelOCC {
-		return fail(exitBadInput, "%s: %v", o.file, realhttp.ErrServerModel)
-	}
-
-	if o.redis != "" {
-		store, err := realhttp.NewRedisStore(c.ctx, o.redis, o.redisOpts)
-		if err != nil {
-			return fail(exitBadInput, "--idempotency-store: %v", err)
-		}
-		defer store.Close()
-		if err := store.CheckPersistence(c.ctx); err != nil {
-			fmt.Fprintf(c.stderr, "herdlab serve: warning: %v\n", err)
-		}
-		o.server.Store = store
-	} else {
-		o.server.Store = realhttp.NewMemoryStore(o.memory)
-	}
-	if o.log != "" {
-		log, err := realhttp.OpenLogFile(o.log, o.logBytes)
-		if err != nil {
-			return fail(exitBadInput, "--log: %v", err)
-		}
-		defer func() {
-			if err := log.Close(); err != nil {
-				fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
+		for _, name := range []string{"log", "idempotency-store"} {
+			if fs.Changed(name) {
+				return fail(exitBadInput, "--%s: a graph's replicas keep their keys in memory and write no log (serve a single server for that)", name)
 			}
-		}()
-		o.server.Log = log
+		}
+		if o.strategy != "" {
+			k := slices.IndexFunc(sc.Strategies, func(s scenarios.Strategy) bool { return s.Name == o.strategy })
+			if k < 0 {
+				return fail(exitBadInput, "--strategy %s: %s has no such strategy", o.strategy, o.file)
+			}
+			st = &sc.Strategies[k]
+		}
+		if path, err := realhttp.GraphUnsupported(sc, st); err != nil {
+			line, col := sc.Position(path)
+			return fail(exitBadInput, "%s:%d:%d: %s: %v", o.file, line, col, path, err)
+		}
+	} else {
+		if o.strategy != "" {
+			return fail(exitBadInput, "--strategy: %s has one server, the same for every strategy: --strategy is for a graph of services", o.file)
+		}
+		if sc.Server.Model == scenarios.ModelOCC {
+			return fail(exitBadInput, "%s: %v", o.file, realhttp.ErrServerModel)
+		}
+		if o.redis != "" {
+			store, err := realhttp.NewRedisStore(c.ctx, o.redis, o.redisOpts)
+			if err != nil {
+				return fail(exitBadInput, "--idempotency-store: %v", err)
+			}
+			defer store.Close()
+			if err := store.CheckPersistence(c.ctx); err != nil {
+				fmt.Fprintf(c.stderr, "herdlab serve: warning: %v\n", err)
+			}
+			o.server.Store = store
+		} else {
+			o.server.Store = realhttp.NewMemoryStore(o.memory)
+		}
+		if o.log != "" {
+			log, err := realhttp.OpenLogFile(o.log, o.logBytes)
+			if err != nil {
+				return fail(exitBadInput, "--log: %v", err)
+			}
+			defer func() {
+				if err := log.Close(); err != nil {
+					fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
+				}
+			}()
+			o.server.Log = log
+		}
 	}
 
 	ctx, stop := context.WithCancelCause(c.ctx)
 	defer stop(nil)
 	events := &servePrinter{w: c.stdout, stop: stop}
 	o.server.Events = events.print
-	srv, err := realhttp.NewServer(sc, o.server)
+	g, err := realhttp.NewGraph(sc, st, realhttp.GraphOptions{Server: o.server})
 	if err != nil {
 		return fail(exitBadInput, "%v", err)
 	}
 	shutdown := func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		return srv.Shutdown(sctx)
+		return g.Shutdown(sctx)
 	}
 	// Bind both before anything is served or said.
-	if err := srv.StartAdmin(o.metricsAddr); err != nil {
+	if err := g.StartAdmin(o.metricsAddr); err != nil {
 		shutdown()
 		return fail(exitBadInput, "--metrics-addr %s: %v", o.metricsAddr, err)
 	}
-	if err := srv.Start(o.addr); err != nil {
+	if err := g.Start(o.addr); err != nil {
 		shutdown()
 		return fail(exitBadInput, "--addr %s: %v", o.addr, err)
 	}
+	served, admin := "the test server", "its metrics and control endpoint (which resets the scenario clock)"
+	if sc.Graph() {
+		served, admin = "the target service", "the control endpoint (which resets the scenario clock)"
+	}
 	for _, w := range []struct{ flag, addr, what string }{
-		{"--addr", srv.Addr(), "the test server"},
-		{"--metrics-addr", srv.AdminAddr(), "its metrics and control endpoint (which resets the scenario clock)"},
+		{"--addr", g.Addr(), served},
+		{"--metrics-addr", g.AdminAddr(), admin},
 	} {
 		if !loopback(w.addr) {
 			fmt.Fprintf(c.stderr, "herdlab serve: warning: %s %s listens beyond this machine, and %s has no authentication\n", w.flag, w.addr, w.what)
 		}
 	}
-	fmt.Fprintf(c.stdout, "serving %s at %s (metrics and control at %s, time scale %v); Ctrl-C stops\n",
-		sc.Name, srv.URL(), srv.AdminURL(), o.server.TimeScale)
+	if sc.Graph() {
+		fmt.Fprintf(c.stdout, "serving %s (strategy %s) at %s (control at %s, time scale %v); Ctrl-C stops\n",
+			sc.Name, st.Name, g.URL(), g.AdminURL(), o.server.TimeScale)
+		urls := g.Services()
+		for _, svc := range sc.Services {
+			fmt.Fprintf(c.stdout, "  %s: %v\n", svc.Name, urls[svc.Name])
+		}
+	} else {
+		fmt.Fprintf(c.stdout, "serving %s at %s (metrics and control at %s, time scale %v); Ctrl-C stops\n",
+			sc.Name, g.URL(), g.AdminURL(), o.server.TimeScale)
+	}
 	events.start()
 
 	<-ctx.Done()
@@ -250,20 +283,26 @@ func serve(c *cli, fs *flag.FlagSet) int {
 		fmt.Fprintf(c.stderr, "herdlab serve: %v: stopping, since the scenario cannot be served\n", cause)
 		code = exitFailed
 	}
-	if err := shutdown(); err != nil {
+	if err := shutdown(); err != nil && !errors.Is(err, context.Canceled) {
 		fmt.Fprintf(c.stderr, "herdlab serve: %v\n", err)
 		code = exitFailed
 	}
-	st := srv.Stats()
-	fmt.Fprintf(c.stdout, "served %d attempts: %d processed, %d duplicates (processed again for a key), %d store errors, %d times the store lost its data\n",
-		st.Attempts, st.Processed, st.Duplicates, st.StoreErrors, st.StoreDataLost)
-	if st.KeysForgotten > 0 {
-		fmt.Fprintf(c.stdout, "the duplicate window forgot %d keys: duplicates of those were not counted (raise --duplicate-window)\n", st.KeysForgotten)
-	}
-	if st.DoneLost > 0 {
-		fmt.Fprintf(c.stdout, "%d processed keys could not be marked processed in the store: they stay in progress until their lease ends\n", st.DoneLost)
+	if !sc.Graph() {
+		serveCounts(c.stdout, g.TargetStats())
 	}
 	return code
+}
+
+// serveCounts prints a single server's counts, once it has stopped.
+func serveCounts(w io.Writer, st realhttp.ServerStats) {
+	fmt.Fprintf(w, "served %d attempts: %d processed, %d duplicates (processed again for a key), %d store errors, %d times the store lost its data\n",
+		st.Attempts, st.Processed, st.Duplicates, st.StoreErrors, st.StoreDataLost)
+	if st.KeysForgotten > 0 {
+		fmt.Fprintf(w, "the duplicate window forgot %d keys: duplicates of those were not counted (raise --duplicate-window)\n", st.KeysForgotten)
+	}
+	if st.DoneLost > 0 {
+		fmt.Fprintf(w, "%d processed keys could not be marked processed in the store: they stay in progress until their lease ends\n", st.DoneLost)
+	}
 }
 
 // loopback reports whether the host of addr is a loopback address.
