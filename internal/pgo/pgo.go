@@ -10,7 +10,23 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"testing"
 )
+
+// Check fails t when the profile's hottest herdlab functions (ten) are
+// not all declared in the source under root, saying that remake, a
+// command, makes the profile anew: what a package's test of its
+// default.pgo calls.
+func Check(t testing.TB, profile, root, remake string) {
+	t.Helper()
+	gone, listing, err := Gone(profile, root, 10)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, listing)
+	}
+	if len(gone) > 0 {
+		t.Errorf("%s's hottest functions are gone from herdlab's source: %s; make it anew with\n%s", profile, strings.Join(gone, ", "), remake)
+	}
+}
 
 // entry is a line of go tool pprof -top: its function's package (a path
 // inside herdlab) and, under it, the function.

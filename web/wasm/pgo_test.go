@@ -3,9 +3,6 @@ package main_test
 import (
 	"testing"
 
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
-
 	"github.com/zeontools/herdlab/internal/pgo"
 )
 
@@ -15,8 +12,5 @@ import (
 // nothing (BenchmarkAgainstNative measures what it gains). When the
 // simulator is rewritten, it fails until the profile is made anew.
 func TestTheProfileIsOfThisCode(t *testing.T) {
-	gone, listing, err := pgo.Gone("default.pgo", "../..", 10)
-	require.NoError(t, err, listing)
-	assert.Empty(t, gone, "default.pgo's hottest functions are gone from herdlab's source: make it anew with\n"+
-		"go test ./web/wasm -pgo=off -run '^$' -bench '^BenchmarkProfile$' -benchtime 10x -cpuprofile web/wasm/default.pgo -o /tmp/wasm.test")
+	pgo.Check(t, "default.pgo", "../..", "go test ./web/wasm -pgo=off -run '^$' -bench '^BenchmarkProfile$' -benchtime 10x -cpuprofile web/wasm/default.pgo -o /tmp/wasm.test")
 }
