@@ -81,14 +81,15 @@ test-plain:
 # agreement tests (real-mode.yaml and the three-layer graph replayed
 # against the simulation, in-process and against herdlab serve; a herd
 # of 50,000), the claims of the shipped scenarios at their own runs,
-# 300 random scenarios, a sweep of 10,000 points. About 4 minutes on a
+# 300 random scenarios, a sweep of 10,000 points, a call edge's retries
+# timed at its callee. About 4 minutes on a
 # 2-core machine, mostly the real-HTTP tests' wall time. LONG_TESTS and LONG_PKGS must
 # name every test that calls testing.Short and its package:
 # internal/maketest checks that they do.
 LONG_TESTS := TestReplayAgreesWithTheSimulation TestReplayAgreesWithTheSimulationAgainstServe \
 	TestReplayAgreesWithTheSimulationOrSaysSoAt50000Requests TestGraphReplayAgreesWithTheSimulation \
-	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries
-LONG_PKGS  := ./cmd/herdlab ./scenarios ./sim
+	TestScenarioLibrary TestPropertiesOfRandomScenarios TestSweepChecksWhatVaries TestGraphCallTimingGap
+LONG_PKGS  := ./cmd/herdlab ./realhttp ./scenarios ./sim
 empty :=
 space := $(empty) $(empty)
 test-long:
