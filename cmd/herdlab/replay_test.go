@@ -358,18 +358,20 @@ strategies:
 
 func TestReplayAgainstServeServesEachStrategysDeadline(t *testing.T) {
 	// One served single server, two strategies whose attempts give up
-	// before the 100 ms of work: with deadline propagation the work is
+	// before the 1 s of work: with deadline propagation the work is
 	// dropped at the server, without it done for no one. Each run's
-	// reset tells serve whose deadline it serves.
+	// reset tells serve whose deadline it serves. (An attempt has 300 ms
+	// to reach the server: on a loaded machine, one that took longer than
+	// a shorter timeout was given up before the server read it.)
 	dir := t.TempDir()
 	file := writeScenario(t, dir, "deadlines.yaml", `name: deadlines
 duration: 10s
 bucket: 10s
-server: {service_time: {dist: constant, mean: 100ms}}
+server: {service_time: {dist: constant, mean: 1s}}
 workload: {requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
 strategies:
-  - {name: done, backoff: {kind: none}, max_attempts: 1, timeout: 30ms}
-  - {name: dropped, backoff: {kind: none}, max_attempts: 1, timeout: 30ms, deadline_propagation: true}
+  - {name: done, backoff: {kind: none}, max_attempts: 1, timeout: 300ms}
+  - {name: dropped, backoff: {kind: none}, max_attempts: 1, timeout: 300ms, deadline_propagation: true}
 `)
 	work, control, _ := serveProcess(t, "--scenario", file)
 	out := filepath.Join(dir, "out")
