@@ -673,16 +673,14 @@ type graphCalls struct {
 	replica int
 }
 
-// ReplayGraph replays run run of strategy st of sc, a scenario with
-// services, against a fresh Graph of its own on loopback (opts.Target
-// is ignored): the fleet's run, with its services and edges (see
-// Graph.Finish) once every request left at the graph is done.
+// ReplayGraph replays run run of strategy st of sc against a fresh
+// Graph of its own on loopback (opts.Target is ignored): the fleet's
+// run, with its services and edges (see Graph.Finish) once every
+// request left at the graph is done. A scenario of a single server is
+// replayed against its graph of one service, whose run has no services
+// nor edges (its server's counts: processed, duplicates, wasted, lost).
 func ReplayGraph(ctx context.Context, sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts DriverOptions) (*results.Run, DriverStats, error) {
-	seed := sc.Seed
-	if opts.Seed != 0 {
-		seed = opts.Seed
-	}
-	g, err := NewGraph(sc, st, GraphOptions{Server: ServerOptions{TimeScale: opts.TimeScale, Seed: sim.RunSeed(seed, run)}})
+	g, err := NewGraph(sc, st, replayGraphOptions(sc, run, opts))
 	if err != nil {
 		return nil, DriverStats{}, err
 	}
@@ -708,4 +706,24 @@ func ReplayGraph(ctx context.Context, sc *scenarios.Scenario, st *scenarios.Stra
 		err = fmt.Errorf("shutting the graph down: %w", serr)
 	}
 	return r, stats, err
+}
+
+// replayGraphOptions returns the options of the graph that ReplayGraph
+// starts for run run: the fleet's time scale, the run's seed, and for a
+// single server, a cap on its connections of the fleet's pool
+// (DriverOptions.MaxConns) and 64 more, so that the process holds both
+// ends of the fleet's connections within twice the pool and 64 files
+// (herdlab replay checks the open-file limit for that). A graph's
+// replicas keep the default cap: their callers' connections are not
+// the fleet's.
+func replayGraphOptions(sc *scenarios.Scenario, run int, opts DriverOptions) GraphOptions {
+	seed := sc.Seed
+	if opts.Seed != 0 {
+		seed = opts.Seed
+	}
+	o := GraphOptions{Server: ServerOptions{TimeScale: opts.TimeScale, Seed: sim.RunSeed(seed, run)}}
+	if !sc.Graph() {
+		o.Server.MaxConns = cmp.Or(opts.MaxConns, DriverDefaultMaxConns) + 64
+	}
+	return o
 }

@@ -27,12 +27,16 @@ type GraphCounts struct {
 	Target   int                   `json:"target"`
 	Services []*results.ServiceRun `json:"services"`
 	Calls    []results.EdgeRun     `json:"calls"`
+	// Single is true for the counts of a single server (a scenario's
+	// server: section, served as a graph of one service): AddTo gives
+	// its run no services nor edges, as the simulator's has none.
+	Single bool `json:"single,omitempty"`
 }
 
 // Counts returns the graph's counts now; call it once the graph is
 // idle.
 func (g *Graph) Counts() GraphCounts {
-	c := GraphCounts{Target: g.target}
+	c := GraphCounts{Target: g.target, Single: g.single != nil}
 	for _, e := range g.edges {
 		c.Calls = append(c.Calls, results.EdgeRun{Caller: e.caller.cfg.Name, Callee: e.callee.cfg.Name, Attempts: e.attempts.Load()})
 	}
@@ -79,17 +83,14 @@ func cloneServiceRun(s *results.ServiceRun) *results.ServiceRun {
 // (see GraphCounts.AddTo). Call it once the graph is idle. A single
 // server's run gets the server's counts (processed, duplicates, wasted,
 // lost), and no services nor edges, as the simulator's has none.
-func (g *Graph) Finish(run *results.Run) {
-	g.Counts().AddTo(run)
-	if g.single != nil {
-		run.Services, run.Edges = nil, nil
-	}
-}
+func (g *Graph) Finish(run *results.Run) { g.Counts().AddTo(run) }
 
 // AddTo adds the counts to run, the fleet's run against the graph, whose
 // own counts describe the target: the services (the target's with the
 // fleet's attempts, as the fleet's driver counted them), the edges (the
-// fleet's first), and the work only the target's replicas see.
+// fleet's first), and the work only the target's replicas see. A single
+// server's counts (Single) add only that work: its run has no services
+// nor edges, in process as against a herdlab serve.
 func (c GraphCounts) AddTo(run *results.Run) {
 	if c.Target < 0 || c.Target >= len(c.Services) {
 		return
@@ -111,6 +112,9 @@ func (c GraphCounts) AddTo(run *results.Run) {
 	}
 	run.Services = c.Services
 	run.Processed, run.Duplicates, run.Wasted, run.Lost = t.Processed, t.Duplicates, t.Wasted, t.Lost
+	if c.Single {
+		run.Services, run.Edges = nil, nil
+	}
 }
 
 // wire returns the counts as JSON carries them: an unbounded capacity

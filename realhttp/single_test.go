@@ -571,3 +571,117 @@ func TestHedgePercentileObservesTheFleetsFirstCopyOnly(t *testing.T) {
 	_, ok = e.policy.HedgeDelay(sd.sender())
 	assert.True(t, ok, "an edge observes a hedge's success too")
 }
+
+func TestReplayGraphOfASingleServer(t *testing.T) {
+	// ReplayGraph replays a server: scenario against its graph of one
+	// service: with deadline propagation the work is dropped there, as
+	// the simulator drops it, without it done for no one; the run has
+	// the server's counts and no services nor edges.
+	for _, propagate := range []bool{true, false} {
+		t.Run(fmt.Sprintf("propagate=%v", propagate), func(t *testing.T) {
+			serverTestLeaks(t)
+			src := singleTestDeadlines
+			if !propagate {
+				src = strings.Replace(src, "deadline_propagation: true", "deadline_propagation: false", 1)
+			}
+			sc, err := scenarios.Parse("deadlines.yaml", []byte(src))
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			run, _, err := ReplayGraph(ctx, sc, &sc.Strategies[0], 0, DriverOptions{})
+			require.NoError(t, err)
+			simulated, err := sim.Run(context.Background(), sc, sim.Options{})
+			require.NoError(t, err)
+			want := int64(5)
+			if propagate {
+				want = 0
+			}
+			assert.Equal(t, want, run.Processed)
+			assert.Equal(t, simulated.Runs[0].Processed, run.Processed, "as simulated")
+			assert.Equal(t, run.Processed, run.Wasted, "what was done was for no one")
+			assert.Nil(t, run.Services, "a single server's run has no services, as the simulator's")
+			assert.Nil(t, run.Edges)
+		})
+	}
+}
+
+func TestReplayGraphCapsASingleServersConnections(t *testing.T) {
+	// In process, a single server holds the other end of each of the
+	// fleet's connections: ReplayGraph caps them at the fleet's pool and
+	// 64 more, as herdlab replay's open-file check counts them. A
+	// graph's replicas keep the default cap, and both get the run's seed.
+	single := serverTestScenario(t, "  service_time: 1ms\n")
+	graph, err := scenarios.Parse("graph.yaml", []byte(`name: g
+services:
+  - {name: front, service_time: 1ms, calls: [{service: back}]}
+  - {name: back, service_time: 1ms}
+workload: {target: front, requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		sc    *scenarios.Scenario
+		conns int
+		want  int
+	}{
+		{"single", single, 1000, 1064},
+		{"single, the driver's default pool", single, 0, DriverDefaultMaxConns + 64},
+		{"graph", graph, 1000, 0},
+	}
+	for _, tt := range tests {
+		o := replayGraphOptions(tt.sc, 2, DriverOptions{MaxConns: tt.conns, TimeScale: 0.5})
+		assert.Equal(t, tt.want, o.Server.MaxConns, tt.name)
+		assert.Equal(t, sim.RunSeed(tt.sc.Seed, 2), o.Server.Seed, tt.name)
+		assert.InDelta(t, 0.5, o.Server.TimeScale, 0, tt.name)
+	}
+	g, err := NewGraph(single, &single.Strategies[0], replayGraphOptions(single, 0, DriverOptions{MaxConns: 1000}))
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
+	assert.Equal(t, 1064, g.services[0].replicas[0].srv.maxConns, "the replica takes the cap")
+}
+
+func TestGraphCountsOverTheWireAddNoServicesForASingleServer(t *testing.T) {
+	// Against a herdlab serve, a replay adds the counts it reads from
+	// the control endpoint: a single server's add its processed work
+	// and no services nor edges, as in process; a graph's add both.
+	one := serverTestScenario(t, "  service_time: 1ms\n")
+	two, err := scenarios.Parse("graph.yaml", []byte(`name: g
+services:
+  - {name: front, service_time: 1ms, calls: [{service: back}]}
+  - {name: back, service_time: 1ms}
+workload: {target: front, requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`))
+	require.NoError(t, err)
+	for _, sc := range []*scenarios.Scenario{one, two} {
+		t.Run(fmt.Sprint("graph=", sc.Graph()), func(t *testing.T) {
+			serverTestLeaks(t)
+			g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
+			require.NoError(t, err)
+			require.NoError(t, g.StartAdmin(""))
+			require.NoError(t, g.Start(""))
+			t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
+			c := serverTestClient(t)
+			resp, err := serverTestPost(context.Background(), c, g.URL())
+			require.NoError(t, err)
+			require.Equal(t, http.StatusOK, resp.StatusCode)
+
+			st, err := Control{URL: g.AdminURL(), Client: c}.Idle(context.Background())
+			require.NoError(t, err)
+			counts := st.Counts()
+			require.NotNil(t, counts)
+			assert.Equal(t, !sc.Graph(), counts.Single)
+			run := &results.Run{Attempts: 1, Series: make([]results.Bucket, 1)}
+			counts.AddTo(run)
+			assert.Equal(t, int64(1), run.Processed, "the target's work")
+			if sc.Graph() {
+				assert.Len(t, run.Services, 2)
+				assert.Equal(t, map[string]int64{"->front": 1, "front->back": 1}, graphEdges(run))
+				return
+			}
+			assert.Nil(t, run.Services, "a single server's run has no services, as the simulator's")
+			assert.Nil(t, run.Edges)
+		})
+	}
+}
