@@ -330,19 +330,22 @@ func checkTarget(ctx context.Context, ctl *realhttp.Control, sc *scenarios.Scena
 	switch {
 	case err != nil:
 		return err
-	case sc.Graph() && st.Fingerprint != realhttp.GraphFingerprint(sc):
+	case st.Fingerprint != realhttp.Fingerprint(sc) && sc.Graph():
 		return fmt.Errorf("the target serves scenario %s with other services than %s (or a single server): serve the same file", st.Scenario, sc.File())
-	case !sc.Graph() && st.Fingerprint != realhttp.ServerFingerprint(sc):
+	case st.Fingerprint != realhttp.Fingerprint(sc):
 		return fmt.Errorf("the target serves scenario %s with another server section (or other strategy timeouts) than %s: serve the same file", st.Scenario, sc.File())
 	case st.TimeScale != scale:
 		return fmt.Errorf("the target runs at time scale %v, the replay at %v: give both the same --time-scale", st.TimeScale, scale)
+	case st.Counts() == nil:
+		return errors.New("the target reports no counts (a herdlab serve older than this replay, or a bare test server): serve the scenario with this version of herdlab serve")
 	}
 	return nil
 }
 
 // replayer replays one run at a time: against a fresh in-process test
-// server, or against the target, reset through its control endpoint
-// when there is one.
+// server (a realhttp.Graph, of one service for a single server), or
+// against the target, reset through its control endpoint when there is
+// one.
 type replayer struct {
 	sc     *scenarios.Scenario
 	target string
@@ -353,59 +356,17 @@ type replayer struct {
 // replay replays run run of st, and adds what only the server sees to
 // the run when it can know it.
 func (p *replayer) replay(ctx context.Context, st *scenarios.Strategy, run int) (*results.Run, realhttp.DriverStats, error) {
-	seed := sim.RunSeed(p.sc.Seed, run)
 	opts := p.opts
-	if p.sc.Graph() && p.target == "" {
-		return realhttp.ReplayGraph(ctx, p.sc, st, run, opts)
-	}
 	if p.target == "" {
-		srv, err := realhttp.NewServer(p.sc, realhttp.ServerOptions{TimeScale: opts.TimeScale, Seed: seed, MaxConns: opts.MaxConns + 64})
-		if err != nil {
-			return nil, realhttp.DriverStats{}, err
-		}
-		if err := srv.Start(""); err != nil {
-			return nil, realhttp.DriverStats{}, err
-		}
-		opts.Target = srv.URL()
-		r, stats, err := realhttp.Replay(ctx, p.sc, st, run, opts)
-		shutdown, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if serr := srv.Shutdown(shutdown); serr != nil && err == nil {
-			err = fmt.Errorf("shutting the test server down: %w", serr)
-		}
-		if r != nil {
-			addServerFigures(r, realhttp.ServerStats{}, srv.Stats())
-		}
-		return r, stats, err
+		return realhttp.ReplayGraph(ctx, p.sc, st, run, opts)
 	}
 	opts.Target = p.target
 	if p.ctl == nil {
 		return realhttp.Replay(ctx, p.sc, st, run, opts)
 	}
-	if p.sc.Graph() {
-		return p.replayGraph(ctx, st, run, seed, opts)
-	}
-	// The strategy, for a served single server's deadline: a bare test
-	// server (an older herdlab serve) ignores it.
-	before, err := p.ctl.ResetStrategy(ctx, seed, st.Name)
-	if err != nil {
-		return nil, realhttp.DriverStats{}, fmt.Errorf("resetting the target: %w", err)
-	}
-	r, stats, err := realhttp.Replay(ctx, p.sc, st, run, opts)
-	if r != nil && err == nil {
-		after, cerr := p.ctl.Idle(ctx)
-		if cerr != nil {
-			return r, stats, fmt.Errorf("reading the target's counts: %w", cerr)
-		}
-		addServerFigures(r, before.Stats, after.Stats)
-	}
-	return r, stats, err
-}
-
-// replayGraph replays run run of st against a served graph, reset for
-// it, and adds the graph's counts once it is idle.
-func (p *replayer) replayGraph(ctx context.Context, st *scenarios.Strategy, run int, seed uint64, opts realhttp.DriverOptions) (*results.Run, realhttp.DriverStats, error) {
-	if _, err := p.ctl.ResetStrategy(ctx, seed, st.Name); err != nil {
+	// Reset for the run's strategy (its edge policies, its deadline),
+	// then the target's counts once it is idle.
+	if _, err := p.ctl.ResetStrategy(ctx, sim.RunSeed(p.sc.Seed, run), st.Name); err != nil {
 		return nil, realhttp.DriverStats{}, fmt.Errorf("resetting the target: %w", err)
 	}
 	r, stats, err := realhttp.Replay(ctx, p.sc, st, run, opts)
@@ -416,20 +377,11 @@ func (p *replayer) replayGraph(ctx context.Context, st *scenarios.Strategy, run 
 		}
 		counts := after.Counts()
 		if counts == nil {
-			return r, stats, errors.New("the target is not a served graph")
+			return r, stats, errors.New("the target reports no counts: serve it with this version of herdlab serve")
 		}
 		counts.AddTo(r)
 	}
 	return r, stats, err
-}
-
-// addServerFigures sets the figures only the server sees on r: their
-// growth from before to after.
-func addServerFigures(r *results.Run, before, after realhttp.ServerStats) {
-	r.Processed = after.Processed - before.Processed
-	r.Duplicates = after.Duplicates - before.Duplicates
-	r.Wasted = after.Wasted - before.Wasted
-	r.Lost = after.Lost - before.Lost
 }
 
 // writeReplay writes the replay's files, the comparison with the

@@ -19,6 +19,7 @@ import (
 
 	"github.com/zeontools/herdlab/realhttp"
 	"github.com/zeontools/herdlab/results"
+	"github.com/zeontools/herdlab/scenarios"
 )
 
 // readSummary reads dir/summary.json.
@@ -382,6 +383,76 @@ strategies:
 		processed[st.Name] = st.Processed
 	}
 	assert.Equal(t, map[string]float64{"done": 5, "dropped": 0}, processed)
+}
+
+func TestReplaySingleServerInProcessAsAgainstServe(t *testing.T) {
+	// A single server with deadline propagation, replayed in process and
+	// against a herdlab serve: both drop the work whose attempt gave up
+	// (and do the other strategy's for no one), and neither writes
+	// services nor edges into summary.json.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "deadlines.yaml", `name: deadlines
+duration: 10s
+bucket: 10s
+server: {service_time: {dist: constant, mean: 100ms}}
+workload: {requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
+strategies:
+  - {name: done, backoff: {kind: none}, max_attempts: 1, timeout: 30ms}
+  - {name: dropped, backoff: {kind: none}, max_attempts: 1, timeout: 30ms, deadline_propagation: true}
+`)
+	work, control, _ := serveProcess(t, "--scenario", file)
+	paths := map[string][]string{
+		"in process":    nil,
+		"against serve": {"--target", work, "--control", control},
+	}
+	type figures struct{ Processed, Wasted map[string]float64 }
+	got := map[string]figures{}
+	for path, args := range paths {
+		out := filepath.Join(dir, strings.ReplaceAll(path, " ", "-"))
+		code, _, stderr := herdlab(append([]string{"replay", file, "-o", out, "-q"}, args...)...)
+		require.Equal(t, exitOK, code, "%s: %s", path, stderr)
+		f := figures{map[string]float64{}, map[string]float64{}}
+		for _, st := range readSummary(t, out).Strategies {
+			f.Processed[st.Name], f.Wasted[st.Name] = st.Processed, st.Wasted
+			assert.Empty(t, st.Services, "%s: %s", path, st.Name)
+			assert.Empty(t, st.Edges, "%s: %s", path, st.Name)
+		}
+		got[path] = f
+		raw, err := os.ReadFile(filepath.Join(out, "summary.json"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(raw), `"services"`, path)
+		assert.NotContains(t, string(raw), `"edges"`, path)
+	}
+	assert.Equal(t, figures{map[string]float64{"done": 5, "dropped": 0}, map[string]float64{"done": 5, "dropped": 0}}, got["in process"])
+	assert.Equal(t, got["in process"], got["against serve"], "the same server, in process or served")
+}
+
+func TestReplayRefusesATargetWithoutCounts(t *testing.T) {
+	// A bare test server (as an older herdlab serve ran a single server)
+	// serves the same server section but reports no counts: replay
+	// refuses it before replaying, rather than leave the server's
+	// figures at 0.
+	dir := t.TempDir()
+	file := writeScenario(t, dir, "one.yaml", `name: one
+duration: 10s
+server: {service_time: 1ms}
+workload: {requests: 1}
+strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
+`)
+	sc, err := scenarios.Load(file)
+	require.NoError(t, err)
+	srv, err := realhttp.NewServer(sc, realhttp.ServerOptions{})
+	require.NoError(t, err)
+	require.NoError(t, srv.StartAdmin(""))
+	require.NoError(t, srv.Start(""))
+	t.Cleanup(func() { assert.NoError(t, srv.Shutdown(context.Background())) })
+	out := filepath.Join(dir, "out")
+	start := time.Now()
+	code, _, stderr := herdlab("replay", file, "--target", srv.URL(), "--control", srv.AdminURL(), "-o", out, "-q")
+	assert.Equal(t, exitBadInput, code, stderr)
+	assert.Contains(t, stderr, "the target reports no counts")
+	assert.Less(t, time.Since(start), 2*time.Second, "refused before replaying")
+	assert.NoDirExists(t, out)
 }
 
 // TestReplayWithoutAnOutageOwesNoRecovery: over real HTTP as in the
