@@ -218,16 +218,26 @@ func (g *Graph) State() ServerState {
 	return st
 }
 
-// StartAdmin serves the graph's admin listener on addr, with the limits
-// of Server.StartAdmin: GET /control/state, the graph's State (with
-// ?idle=1 once no request is at any replica, waiting up to 30 s), and
-// POST /control/reset with {"seed": N, "strategy": NAME}, which resets
-// every replica and the graph's counts for a run of that strategy (the
-// one served when empty); and when the fleet's target has one replica
-// (a single server's always has), GET /metrics, its metrics. Every
-// replica's metrics are on its own port too (GET /metrics). Nothing on
-// it is authenticated: keep it on loopback. StartAdmin fails when called
-// twice.
+// StartAdmin serves the graph's admin listener on addr (as Start takes
+// it), with timeouts on reading a request (5 s) and on idle connections
+// (60 s), and headers of 64 KiB at most:
+//   - GET /control/state, the graph's State (with ?idle=1 once no
+//     request is at any replica, waiting up to 30 s: 409 Conflict when
+//     requests stayed);
+//   - POST /control/reset with {"seed": N, "strategy": NAME}, which
+//     resets every replica and the graph's counts for a run of that
+//     strategy (the one served when empty), waiting up to 30 s for the
+//     graph to empty, and answers the state after it (409 Conflict when
+//     requests stayed; 400 for a bad body);
+//   - when the fleet's target has one replica (a single server's always
+//     has), GET /metrics, its metrics. Every replica's metrics are on
+//     its own port too (GET /metrics).
+//
+// No outage closes the listener. Nothing on it is authenticated: keep
+// it on loopback. It answers only requests addressed to a loopback name
+// or address, or to the address it listens on, and refuses a reset sent
+// by a web page or with a body that is not JSON (internal/localhost).
+// StartAdmin fails when called twice.
 func (g *Graph) StartAdmin(addr string) error {
 	a, err := serverResolve(addr)
 	if err != nil {

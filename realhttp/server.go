@@ -18,7 +18,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/zeontools/herdlab/internal/localhost"
 	"github.com/zeontools/herdlab/scenarios"
 	"github.com/zeontools/herdlab/strategies"
 )
@@ -70,7 +69,7 @@ type ServerOptions struct {
 	// body: a slower client has its connection closed, and its request
 	// is not an attempt. 0 means 5 s each.
 	ReadHeaderTimeout, BodyTimeout time.Duration
-	// MaxConns bounds the connections open at once (the admin
+	// MaxConns bounds the connections open at once (its Graph's admin
 	// listener's aside): at the bound the server stops accepting until
 	// one closes, and new connections wait in the kernel's backlog. 0
 	// means the open-file limit less 128 (10,000 when the limit is
@@ -192,9 +191,9 @@ const (
 //     not (see ServerOptions.DuplicateWindow). A key longer than
 //     ServerMaxKeyLen is answered 400.
 //   - GET /metrics (Prometheus, on a private registry) and a JSON-lines
-//     request log (see ServerLogLine); on the admin listener (see
-//     StartAdmin), the metrics again and the control endpoint that
-//     resets the scenario clock (see AdminHandler).
+//     request log (see ServerLogLine). The admin listener (the metrics
+//     again, and the control endpoint that resets the scenario clock)
+//     is its Graph's (see Graph.StartAdmin), a single server's too.
 //
 // Every answer carries a ServerReasonHeader. A Server is safe for
 // concurrent use; it serves once: Start, then Shutdown.
@@ -215,7 +214,6 @@ type Server struct {
 	format      strategies.RetryAfterFormat
 	service     Sampler
 	mux         *http.ServeMux
-	admin       *http.ServeMux
 	metrics     *serverMetrics
 	logMu       sync.Mutex
 	log         io.Writer
@@ -261,10 +259,7 @@ type Server struct {
 	lastID    uint64
 	http      *http.Server
 	ln        Listener
-	served    chan struct{} // closed when http.Server.Serve returns
-	adminHTTP *http.Server
-	adminLn   net.Listener
-	adminDone chan struct{}       // closed when the admin server's Serve returns
+	served    chan struct{}       // closed when http.Server.Serve returns
 	pending   []string            // keys whose Done failed, retried in the background, oldest first
 	pendingOf map[string]struct{} // the same keys, to look up
 	retrying  bool                // the retrier runs
@@ -394,10 +389,6 @@ func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	s.mux = http.NewServeMux()
 	s.mux.HandleFunc("POST /", s.serveWork)
 	s.mux.Handle("GET /metrics", s.metrics.handler())
-	s.admin = http.NewServeMux()
-	s.admin.Handle("GET /metrics", s.metrics.handler())
-	s.admin.HandleFunc("GET "+ControlStatePath, controlState(func(ctx context.Context) error { return s.waitEmpty(ctx, func() {}) }, s.State))
-	s.admin.HandleFunc("POST "+ControlResetPath, controlResetHandler(func(ctx context.Context, b controlReset) error { return s.Reset(ctx, b.Seed) }, s.State))
 	if c, ok := s.store.(storeChecker); ok && sc.Server.Idempotency {
 		s.bg.Go(func() { s.checkStore(c) })
 	}
@@ -458,7 +449,7 @@ func serverHoldCap(sc *scenarios.Scenario) time.Duration {
 	return hold
 }
 
-// CheckAddr checks addr as Start and StartAdmin take it: host:port with
+// CheckAddr checks addr as Start and Graph.StartAdmin take it: host:port with
 // a valid port, the host possibly empty (loopback); "" is a free port on
 // loopback.
 func CheckAddr(addr string) error {
@@ -578,63 +569,6 @@ func (s *Server) serveOn(ln Listener, hs *http.Server) {
 	}()
 }
 
-// StartAdmin binds addr for the admin listener, which serves
-// AdminHandler in the background: metrics and the control endpoint, on
-// a socket of their own that no outage closes. Its addresses are as
-// Start's (an empty host binds loopback). Nothing on it is authenticated:
-// keep it on loopback. Start and StartAdmin may be called in either
-// order; StartAdmin fails when called twice or after Shutdown.
-func (s *Server) StartAdmin(addr string) error {
-	addr, err := serverResolve(addr)
-	if err != nil {
-		return fmt.Errorf("realhttp: StartAdmin: %w", err)
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.adminHTTP != nil || s.stopped {
-		return errors.New("realhttp: StartAdmin: the admin listener has already been started, or the server shut down")
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("realhttp: StartAdmin: %w", err)
-	}
-	hs := &http.Server{
-		Handler:           localhost.Guard(s.admin, ln.Addr().String()),
-		ReadHeaderTimeout: serverDefaultReadTimeout,
-		ReadTimeout:       serverDefaultReadTimeout,
-		WriteTimeout:      serverWriteSlack + serverResetWait,
-		IdleTimeout:       serverIdleTimeout,
-		MaxHeaderBytes:    serverMaxHeaderBytes,
-	}
-	s.adminHTTP, s.adminLn, s.adminDone = hs, ln, make(chan struct{})
-	done := s.adminDone
-	go func() {
-		defer close(done)
-		_ = hs.Serve(ln)
-	}()
-	return nil
-}
-
-// AdminAddr returns the host:port of the admin listener, or "" before
-// StartAdmin.
-func (s *Server) AdminAddr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.adminLn == nil {
-		return ""
-	}
-	return s.adminLn.Addr().String()
-}
-
-// AdminURL returns http://host:port/ of the admin listener, or "" before
-// StartAdmin.
-func (s *Server) AdminURL() string {
-	if addr := s.AdminAddr(); addr != "" {
-		return "http://" + addr + "/"
-	}
-	return ""
-}
-
 // Addr returns the host:port the server listens on, or "" before Start.
 // It stays the same through refuse outages.
 func (s *Server) Addr() string {
@@ -680,7 +614,7 @@ func (s *Server) route(w http.ResponseWriter, r *http.Request) {
 // connections, and waits for the requests in service or queued to be
 // answered. When ctx ends first, every request still at the server is
 // cut short, its connection closed, and Shutdown returns ctx's error.
-// Then it closes the admin listener, stops checking the store, and
+// Then it stops checking the store, and
 // makes one last try of the Done calls still pending (a key whose Done
 // still fails is given up, counted in ServerStats.DoneLost). No
 // goroutine of the server survives it. Shutdown without Start (a server
@@ -695,7 +629,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.timer.Stop()
 		s.timer = nil
 	}
-	hs, admin, adminDone := s.http, s.adminHTTP, s.adminDone
+	hs := s.http
 	s.mu.Unlock()
 	s.edgeMu.Unlock()
 	s.releaseOnce.Do(func() { close(s.release) })
@@ -717,10 +651,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.quitOnce.Do(func() { close(s.quit) })
 	if hs != nil {
 		<-s.served
-	}
-	if admin != nil {
-		_ = admin.Close()
-		<-adminDone
 	}
 	s.bgOnce.Do(func() { close(s.bgStop) })
 	s.bg.Wait()

@@ -12,11 +12,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/zeontools/herdlab/internal/localhost"
 	"github.com/zeontools/herdlab/scenarios"
 )
 
-// The control endpoint's paths, on the admin listener (see AdminHandler).
+// The control endpoint's paths, on the admin listener (see Graph.StartAdmin).
 const (
 	ControlStatePath = "/control/state"
 	ControlResetPath = "/control/reset"
@@ -192,21 +191,6 @@ func (s *Server) State() ServerState {
 	return st
 }
 
-// AdminHandler returns the admin handler: GET /metrics; GET
-// /control/state, the ServerState as JSON (with ?idle=1, once no request
-// is at the server, waiting up to 30 s: the figures of a run then
-// include the work its clients left behind); and POST /control/reset,
-// which resets the server (see Reset) with the seed of its JSON body
-// ({"seed": N}, 0 when empty), waiting up to 30 s (or the request's
-// end) for the server to empty, and answers the ServerState after the
-// reset, or 409 Conflict when requests stayed at the server, 503 after
-// Shutdown began. None of it is authenticated: serve it on loopback
-// (StartAdmin does by default). It answers only requests addressed to a
-// loopback name or address, and refuses a reset sent by a web page or
-// with a body that is not JSON (internal/localhost); StartAdmin's
-// listener also answers requests addressed to the address it listens on.
-func (s *Server) AdminHandler() http.Handler { return localhost.Guard(s.admin, "") }
-
 // controlState answers GET /control/state with state(), after idle
 // when asked (?idle=1), waiting up to serverResetWait.
 func controlState(idle func(context.Context) error, state func() ServerState) http.HandlerFunc {
@@ -226,7 +210,7 @@ func controlState(idle func(context.Context) error, state func() ServerState) ht
 // controlReset is the body of a reset.
 type controlReset struct {
 	Seed     uint64 `json:"seed"`
-	Strategy string `json:"strategy,omitempty"` // a served graph's; a server ignores it
+	Strategy string `json:"strategy,omitempty"` // the run's; the one served when empty
 }
 
 // controlResetHandler answers POST /control/reset: it decodes the body,

@@ -110,12 +110,13 @@ func TestServerResetWaitsForTheRunBefore(t *testing.T) {
 }
 
 func TestServerControlEndpoint(t *testing.T) {
+	// A single server's admin listener is its Graph's (of one service).
 	serverTestLeaks(t)
 	sc := serverTestScenario(t, `
   service_time: 1ms
   outages: [{start: 0s, duration: 1h, mode: refuse}]
 `)
-	s, err := NewServer(sc, ServerOptions{TimeScale: 0.5})
+	s, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{Server: ServerOptions{TimeScale: 0.5}})
 	require.NoError(t, err)
 	require.NoError(t, s.StartAdmin(""))
 	require.NoError(t, s.Start(""))
@@ -143,6 +144,7 @@ func TestServerControlEndpoint(t *testing.T) {
 	st, err = ctl.Reset(context.Background(), 3)
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Resets)
+	assert.Equal(t, "s", st.Strategy, "a reset without a strategy keeps the one served")
 	st, err = ctl.Idle(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, 1, st.Resets)
@@ -215,7 +217,12 @@ func TestServerBindsFirst(t *testing.T) {
 	err = s.Start(taken.Addr().String())
 	require.Error(t, err)
 	assert.ErrorIs(t, err, syscall.EADDRINUSE)
-	assert.Error(t, s.StartAdmin(taken.Addr().String()))
+	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{}) // a single server's admin listener
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
+	err = g.StartAdmin(taken.Addr().String())
+	require.Error(t, err)
+	assert.ErrorIs(t, err, syscall.EADDRINUSE)
 	for _, addr := range []string{"nohost", "127.0.0.1:99999", "127.0.0.1:port"} {
 		assert.Error(t, CheckAddr(addr), addr)
 	}

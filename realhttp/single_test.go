@@ -192,8 +192,8 @@ func singleTestState(t *testing.T, admin string) (state, stats map[string]json.R
 func keysOf[V any](m map[string]V) []string { return slices.Sorted(maps.Keys(m)) }
 
 func TestServerStateOfASingleServer(t *testing.T) {
-	// A single server's state, from a Server's admin listener or a
-	// Graph's: the same keys and figures (a Graph's adds the strategy
+	// A single server's state, from a Server or from a Graph's admin
+	// listener: the same keys and figures (a Graph's adds the strategy
 	// and its counts since the last reset), its fingerprint the
 	// server's.
 	sc := serverTestScenario(t, "  service_time: 1ms\n  outages: [{start: 0s, duration: 1h, mode: error}]\n")
@@ -203,12 +203,14 @@ func TestServerStateOfASingleServer(t *testing.T) {
 		extra []string
 	}{
 		{"server", func(t *testing.T) (string, string) {
-			s, err := NewServer(sc, ServerOptions{})
-			require.NoError(t, err)
-			require.NoError(t, s.StartAdmin(""))
-			require.NoError(t, s.Start(""))
-			t.Cleanup(func() { assert.NoError(t, s.Shutdown(context.Background())) })
-			return s.URL(), s.AdminURL()
+			// A bare Server has no admin listener: its state as the
+			// control endpoint would answer it.
+			s := serverTestStart(t, sc, ServerOptions{})
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET "+ControlStatePath, controlState(func(ctx context.Context) error { return s.waitEmpty(ctx, func() {}) }, s.State))
+			admin := httptest.NewServer(mux)
+			t.Cleanup(admin.Close)
+			return s.URL(), admin.URL + "/"
 		}, nil},
 		{"graph", func(t *testing.T) (string, string) {
 			g := singleTestGraph(t, sc, ServerOptions{})
@@ -249,53 +251,6 @@ strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 	require.NoError(t, err)
 	assert.Equal(t, GraphFingerprint(graph), Fingerprint(graph))
 	assert.NotEqual(t, Fingerprint(sc), Fingerprint(sc.OneService()), "a server is not the graph of one service it is served as")
-}
-
-func TestOneServiceGraphControlEndpoint(t *testing.T) {
-	// What TestServerControlEndpoint asks of a Server's admin listener,
-	// of a Graph's serving the same scenario.
-	serverTestLeaks(t)
-	sc := serverTestScenario(t, `
-  service_time: 1ms
-  outages: [{start: 0s, duration: 1h, mode: refuse}]
-`)
-	g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{Server: ServerOptions{TimeScale: 0.5}})
-	require.NoError(t, err)
-	require.NoError(t, g.StartAdmin(""))
-	require.NoError(t, g.Start(""))
-	t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
-	require.Error(t, g.StartAdmin(""), "one admin listener")
-	assert.Contains(t, g.AdminURL(), "http://127.0.0.1:")
-
-	// The work listener refuses; metrics and control answer on theirs.
-	require.True(t, serverTestRefused(strings.TrimSuffix(strings.TrimPrefix(g.URL(), "http://"), "/")))
-	c := serverTestClient(t)
-	resp, err := c.Get(g.AdminURL() + "metrics")
-	require.NoError(t, err)
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	assert.Contains(t, string(body), "herdlab_server_connections", "metrics during a refuse outage")
-
-	ctl := Control{URL: g.AdminURL(), Client: c}
-	st, err := ctl.State(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, "t", st.Scenario)
-	assert.Equal(t, ServerFingerprint(sc), st.Fingerprint)
-	assert.InDelta(t, 0.5, st.TimeScale, 0)
-	require.NotNil(t, st.Outage)
-
-	st, err = ctl.Reset(context.Background(), 3)
-	require.NoError(t, err)
-	assert.Equal(t, 1, st.Resets)
-	assert.Equal(t, "s", st.Strategy, "a reset without a strategy keeps the one served")
-	st, err = ctl.Idle(context.Background())
-	require.NoError(t, err)
-	assert.Equal(t, 1, st.Resets)
-
-	resp, err = c.Post(g.AdminURL()+"control/reset", "application/json", strings.NewReader(`{"seed": "x"}`))
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
 }
 
 func TestGraphAdminServesTheTargetsMetrics(t *testing.T) {

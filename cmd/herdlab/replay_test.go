@@ -5,7 +5,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/csv"
+	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -443,12 +446,20 @@ strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 	require.NoError(t, err)
 	srv, err := realhttp.NewServer(sc, realhttp.ServerOptions{})
 	require.NoError(t, err)
-	require.NoError(t, srv.StartAdmin(""))
 	require.NoError(t, srv.Start(""))
 	t.Cleanup(func() { assert.NoError(t, srv.Shutdown(context.Background())) })
+	admin := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != realhttp.ControlStatePath {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		assert.NoError(t, json.NewEncoder(w).Encode(srv.State()))
+	}))
+	t.Cleanup(admin.Close)
 	out := filepath.Join(dir, "out")
 	start := time.Now()
-	code, _, stderr := herdlab("replay", file, "--target", srv.URL(), "--control", srv.AdminURL(), "-o", out, "-q")
+	code, _, stderr := herdlab("replay", file, "--target", srv.URL(), "--control", admin.URL+"/", "-o", out, "-q")
 	assert.Equal(t, exitBadInput, code, stderr)
 	assert.Contains(t, stderr, "the target reports no counts")
 	assert.Less(t, time.Since(start), 2*time.Second, "refused before replaying")
