@@ -123,19 +123,21 @@ func (c GraphCounts) wire(to bool) { results.WireServices(c.Services, to) }
 
 // Fingerprint returns a short digest of what a test server of sc
 // serves, as its control endpoint reports it (ServerState.Fingerprint):
-// a single server's ServerFingerprint, a graph's GraphFingerprint. A
-// replay compares it with the one the served scenario reports.
+// for a single server, of its server section and the hold of a timeout
+// outage (the longest strategy timeout); for a graph, of its services
+// ("graph-" and hex digits). A replay compares it with the one the
+// served scenario reports, to know that the target enforces the
+// scenario it replays.
 func Fingerprint(sc *scenarios.Scenario) string {
 	if !sc.Graph() {
-		return ServerFingerprint(sc)
+		return serverFingerprint(sc)
 	}
-	return GraphFingerprint(sc)
+	return graphFingerprint(sc)
 }
 
-// GraphFingerprint returns a short digest of what a Graph of sc serves:
-// its services. A replay compares it with the one a served graph
-// reports (ServerState.Fingerprint).
-func GraphFingerprint(sc *scenarios.Scenario) string {
+// graphFingerprint returns a short digest of what a Graph of sc serves:
+// its services. It is a graph's Fingerprint.
+func graphFingerprint(sc *scenarios.Scenario) string {
 	b, err := json.Marshal(sc.Services)
 	if err != nil {
 		return ""
@@ -202,7 +204,7 @@ func (g *Graph) State() ServerState {
 		t.Graph = &c
 		return t
 	}
-	st := ServerState{Scenario: g.sc.Name, Fingerprint: GraphFingerprint(g.sc), TimeScale: g.scale, T: g.now().Seconds(),
+	st := ServerState{Scenario: g.sc.Name, Fingerprint: graphFingerprint(g.sc), TimeScale: g.scale, T: g.now().Seconds(),
 		Resets: t.Resets, Outage: t.Outage, Strategy: g.Strategy()}
 	for _, rep := range g.services[g.target].replicas {
 		s := rep.srv.Stats()

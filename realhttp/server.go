@@ -348,7 +348,7 @@ func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	s := &Server{
 		sc:          sc,
 		srv:         &sc.Server,
-		fingerprint: ServerFingerprint(sc),
+		fingerprint: serverFingerprint(sc),
 		scale:       scale,
 		store:       opts.Store,
 		seen:        newServerSeen(cmp.Or(opts.DuplicateWindow, serverDefaultDuplicateWindow)),
@@ -417,12 +417,10 @@ func (s *Server) resetDrawsLocked(seed uint64) {
 	}
 }
 
-// ServerFingerprint returns a short digest of what a test server of sc
+// serverFingerprint returns a short digest of what a test server of sc
 // does: its server section and the hold of a timeout outage (the
-// longest strategy timeout). A driver compares it with the one a server
-// reports (ServerState.Fingerprint) to know that the server enforces the
-// scenario it replays.
-func ServerFingerprint(sc *scenarios.Scenario) string {
+// longest strategy timeout). It is a single server's Fingerprint.
+func serverFingerprint(sc *scenarios.Scenario) string {
 	b, err := json.Marshal(struct {
 		Server  scenarios.Server
 		HoldCap time.Duration

@@ -149,8 +149,8 @@ func (s *Server) waitEmpty(ctx context.Context, then func()) error {
 // ServerState is what the control endpoint reports (GET
 // /control/state, and the answer to a reset).
 type ServerState struct {
-	// Scenario is the scenario's name, Fingerprint its
-	// ServerFingerprint, TimeScale the server's scale.
+	// Scenario is the scenario's name, Fingerprint its Fingerprint,
+	// TimeScale the server's scale.
 	Scenario    string  `json:"scenario"`
 	Fingerprint string  `json:"fingerprint"`
 	TimeScale   float64 `json:"time_scale"`

@@ -137,7 +137,7 @@ func TestServerControlEndpoint(t *testing.T) {
 	st, err := ctl.State(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "t", st.Scenario)
-	assert.Equal(t, ServerFingerprint(sc), st.Fingerprint)
+	assert.Equal(t, serverFingerprint(sc), st.Fingerprint)
 	assert.InDelta(t, 0.5, st.TimeScale, 0)
 	require.NotNil(t, st.Outage)
 
@@ -156,7 +156,7 @@ func TestServerControlEndpoint(t *testing.T) {
 
 	// Another scenario's server section has another fingerprint.
 	other := serverTestScenario(t, "  service_time: 2ms\n  outages: [{start: 0s, duration: 1h, mode: refuse}]\n")
-	assert.NotEqual(t, ServerFingerprint(sc), ServerFingerprint(other))
+	assert.NotEqual(t, serverFingerprint(sc), serverFingerprint(other))
 
 	// A URL that is not a herdlab server's control endpoint.
 	_, err = Control{URL: "http://" + s.Addr() + "/"}.State(context.Background())

@@ -228,7 +228,7 @@ func TestServerStateOfASingleServer(t *testing.T) {
 			state, stats := singleTestState(t, admin)
 			assert.Equal(t, slices.Sorted(slices.Values(append(slices.Clone(singleTestStateKeys), tt.extra...))), keysOf(state))
 			assert.ElementsMatch(t, singleTestStatsKeys, keysOf(stats))
-			assert.JSONEq(t, `"`+ServerFingerprint(sc)+`"`, string(state["fingerprint"]))
+			assert.JSONEq(t, `"`+serverFingerprint(sc)+`"`, string(state["fingerprint"]))
 			assert.JSONEq(t, `"t"`, string(state["scenario"]))
 			assert.JSONEq(t, `{"mode": "error", "start": 0, "end": 3600}`, string(state["outage"]))
 			assert.JSONEq(t, `1`, string(stats["attempts"]))
@@ -240,7 +240,7 @@ func TestServerStateOfASingleServer(t *testing.T) {
 
 func TestFingerprint(t *testing.T) {
 	sc := serverTestScenario(t, "  service_time: 1ms\n")
-	assert.Equal(t, ServerFingerprint(sc), Fingerprint(sc))
+	assert.Equal(t, serverFingerprint(sc), Fingerprint(sc))
 	graph, err := scenarios.Parse("graph.yaml", []byte(`name: g
 services:
   - {name: front, calls: [{service: back}]}
@@ -249,7 +249,7 @@ workload: {target: front, requests: 1}
 strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 `))
 	require.NoError(t, err)
-	assert.Equal(t, GraphFingerprint(graph), Fingerprint(graph))
+	assert.Equal(t, graphFingerprint(graph), Fingerprint(graph))
 	assert.NotEqual(t, Fingerprint(sc), Fingerprint(sc.OneService()), "a server is not the graph of one service it is served as")
 }
 
