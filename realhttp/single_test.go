@@ -134,15 +134,29 @@ func TestServerFreesItsSlotBeforeTheStoreRecordsTheKey(t *testing.T) {
 	}
 }
 
-// singleTestDeadlines is a server whose work (100 ms) outlasts the
-// fleet's attempts (30 ms), with deadline propagation.
+// singleTestDeadlines is a server whose work (1 s) outlasts the fleet's
+// attempts (300 ms: time for an attempt to reach the server on a loaded
+// machine), with deadline propagation.
 const singleTestDeadlines = `name: deadlines
 duration: 20s
-server: {service_time: {dist: constant, mean: 100ms}}
+server: {service_time: {dist: constant, mean: 1s}}
 workload: {requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
 strategies:
-  - {name: propagate, backoff: {kind: none}, max_attempts: 1, timeout: 30ms, deadline_propagation: true}
+  - {name: propagate, backoff: {kind: none}, max_attempts: 1, timeout: 300ms, deadline_propagation: true}
 `
+
+// singleTestDeadlineScenario is singleTestDeadlines, with deadline
+// propagation or without.
+func singleTestDeadlineScenario(t *testing.T, propagate bool) *scenarios.Scenario {
+	t.Helper()
+	src := singleTestDeadlines
+	if !propagate {
+		src = strings.Replace(src, "deadline_propagation: true", "deadline_propagation: false", 1)
+	}
+	sc, err := scenarios.Parse("deadlines.yaml", []byte(src))
+	require.NoError(t, err)
+	return sc
+}
 
 func TestServerDoesItsWorkPastTheFleetsDeadline(t *testing.T) {
 	// A bare server knows nothing of the fleet's timeout: it does every
@@ -299,12 +313,7 @@ func TestOneServiceGraphDropsWorkPastTheFleetsDeadline(t *testing.T) {
 	for _, propagate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("propagate=%v", propagate), func(t *testing.T) {
 			serverTestLeaks(t)
-			src := singleTestDeadlines
-			if !propagate {
-				src = strings.Replace(src, "deadline_propagation: true", "deadline_propagation: false", 1)
-			}
-			sc, err := scenarios.Parse("deadlines.yaml", []byte(src))
-			require.NoError(t, err)
+			sc := singleTestDeadlineScenario(t, propagate)
 			g := singleTestGraph(t, sc, ServerOptions{})
 			run, _ := driverReplay(t, sc, &sc.Strategies[0], DriverOptions{Target: g.URL()})
 			require.NoError(t, g.Idle(context.Background()))
@@ -535,12 +544,7 @@ func TestReplayGraphOfASingleServer(t *testing.T) {
 	for _, propagate := range []bool{true, false} {
 		t.Run(fmt.Sprintf("propagate=%v", propagate), func(t *testing.T) {
 			serverTestLeaks(t)
-			src := singleTestDeadlines
-			if !propagate {
-				src = strings.Replace(src, "deadline_propagation: true", "deadline_propagation: false", 1)
-			}
-			sc, err := scenarios.Parse("deadlines.yaml", []byte(src))
-			require.NoError(t, err)
+			sc := singleTestDeadlineScenario(t, propagate)
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			run, _, err := ReplayGraph(ctx, sc, &sc.Strategies[0], 0, DriverOptions{})

@@ -360,13 +360,14 @@ strategies:
 	assert.Contains(t, stderr, "the target runs at time scale 0.1, the replay at 0.2")
 }
 
-func TestReplayAgainstServeServesEachStrategysDeadline(t *testing.T) {
-	// One served single server, two strategies whose attempts give up
-	// before the 1 s of work: with deadline propagation the work is
-	// dropped at the server, without it done for no one. Each run's
+func TestReplaySingleServerInProcessAsAgainstServe(t *testing.T) {
+	// A single server with deadline propagation, replayed in process and
+	// against a herdlab serve: both drop the work whose attempt gave up
+	// (and do the other strategy's for no one), and neither writes
+	// services nor edges into summary.json. Against serve, each run's
 	// reset tells serve whose deadline it serves. (An attempt has 300 ms
-	// to reach the server: on a loaded machine, one that took longer than
-	// a shorter timeout was given up before the server read it.)
+	// to reach the server: on a loaded machine, one that took longer
+	// than a shorter timeout was given up before the server read it.)
 	dir := t.TempDir()
 	file := writeScenario(t, dir, "deadlines.yaml", `name: deadlines
 duration: 10s
@@ -376,32 +377,6 @@ workload: {requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
 strategies:
   - {name: done, backoff: {kind: none}, max_attempts: 1, timeout: 300ms}
   - {name: dropped, backoff: {kind: none}, max_attempts: 1, timeout: 300ms, deadline_propagation: true}
-`)
-	work, control, _ := serveProcess(t, "--scenario", file)
-	out := filepath.Join(dir, "out")
-	code, _, stderr := herdlab("replay", file, "--target", work, "--control", control, "-o", out, "-q")
-	require.Equal(t, exitOK, code, stderr)
-	processed := map[string]float64{}
-	for _, st := range readSummary(t, out).Strategies {
-		processed[st.Name] = st.Processed
-	}
-	assert.Equal(t, map[string]float64{"done": 5, "dropped": 0}, processed)
-}
-
-func TestReplaySingleServerInProcessAsAgainstServe(t *testing.T) {
-	// A single server with deadline propagation, replayed in process and
-	// against a herdlab serve: both drop the work whose attempt gave up
-	// (and do the other strategy's for no one), and neither writes
-	// services nor edges into summary.json.
-	dir := t.TempDir()
-	file := writeScenario(t, dir, "deadlines.yaml", `name: deadlines
-duration: 10s
-bucket: 10s
-server: {service_time: {dist: constant, mean: 100ms}}
-workload: {requests: 5, arrival: {kind: uniform, from: 0s, until: 50ms}}
-strategies:
-  - {name: done, backoff: {kind: none}, max_attempts: 1, timeout: 30ms}
-  - {name: dropped, backoff: {kind: none}, max_attempts: 1, timeout: 30ms, deadline_propagation: true}
 `)
 	work, control, _ := serveProcess(t, "--scenario", file)
 	paths := map[string][]string{
