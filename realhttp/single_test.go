@@ -564,13 +564,11 @@ func TestReplayGraphOfASingleServer(t *testing.T) {
 	}
 }
 
-func TestReplayGraphCapsASingleServersConnections(t *testing.T) {
-	// In process, a single server holds the other end of each of the
-	// fleet's connections: ReplayGraph caps them at the fleet's pool and
-	// 64 more, as herdlab replay's open-file check counts them. A
-	// graph's replicas keep the default cap, and both get the run's seed.
-	single := serverTestScenario(t, "  service_time: 1ms\n")
-	graph, err := scenarios.Parse("graph.yaml", []byte(`name: g
+// singleTestTwoServices is the smallest graph: front calls back, one
+// request.
+func singleTestTwoServices(t *testing.T) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Parse("graph.yaml", []byte(`name: g
 services:
   - {name: front, service_time: 1ms, calls: [{service: back}]}
   - {name: back, service_time: 1ms}
@@ -578,6 +576,16 @@ workload: {target: front, requests: 1}
 strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 `))
 	require.NoError(t, err)
+	return sc
+}
+
+func TestReplayGraphCapsASingleServersConnections(t *testing.T) {
+	// In process, a single server holds the other end of each of the
+	// fleet's connections: ReplayGraph caps them at the fleet's pool and
+	// 64 more, as herdlab replay's open-file check counts them. A
+	// graph's replicas keep the default cap, and both get the run's seed.
+	single := serverTestScenario(t, "  service_time: 1ms\n")
+	graph := singleTestTwoServices(t)
 	tests := []struct {
 		name  string
 		sc    *scenarios.Scenario
@@ -605,14 +613,7 @@ func TestGraphCountsOverTheWireAddNoServicesForASingleServer(t *testing.T) {
 	// the control endpoint: a single server's add its processed work
 	// and no services nor edges, as in process; a graph's add both.
 	one := serverTestScenario(t, "  service_time: 1ms\n")
-	two, err := scenarios.Parse("graph.yaml", []byte(`name: g
-services:
-  - {name: front, service_time: 1ms, calls: [{service: back}]}
-  - {name: back, service_time: 1ms}
-workload: {target: front, requests: 1}
-strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
-`))
-	require.NoError(t, err)
+	two := singleTestTwoServices(t)
 	for _, sc := range []*scenarios.Scenario{one, two} {
 		t.Run(fmt.Sprint("graph=", sc.Graph()), func(t *testing.T) {
 			serverTestLeaks(t)
