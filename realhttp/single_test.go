@@ -282,11 +282,8 @@ workload: {target: front, requests: 1}
 strategies: [{name: s, backoff: {kind: none}, max_attempts: 1}]
 `, replicas))
 			require.NoError(t, err)
-			g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
-			require.NoError(t, err)
+			g := singleTestGraph(t, sc, ServerOptions{})
 			require.NoError(t, g.StartAdmin(""))
-			require.NoError(t, g.Start(""))
-			t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
 			c := serverTestClient(t)
 			resp, err := serverTestPost(context.Background(), c, g.URL())
 			require.NoError(t, err)
@@ -617,11 +614,8 @@ func TestGraphCountsOverTheWireAddNoServicesForASingleServer(t *testing.T) {
 	for _, sc := range []*scenarios.Scenario{one, two} {
 		t.Run(fmt.Sprint("graph=", sc.Graph()), func(t *testing.T) {
 			serverTestLeaks(t)
-			g, err := NewGraph(sc, &sc.Strategies[0], GraphOptions{})
-			require.NoError(t, err)
+			g := singleTestGraph(t, sc, ServerOptions{})
 			require.NoError(t, g.StartAdmin(""))
-			require.NoError(t, g.Start(""))
-			t.Cleanup(func() { assert.NoError(t, g.Shutdown(context.Background())) })
 			c := serverTestClient(t)
 			resp, err := serverTestPost(context.Background(), c, g.URL())
 			require.NoError(t, err)
