@@ -28,6 +28,9 @@ type Records struct {
 	// that a sweep of any size is gathered in the memory of a point's
 	// records.
 	List []results.RunRecord
+	// in is the folder that holds every record of List, when Run made
+	// them there (Stats.Records): Merge into it writes only the outputs.
+	in string
 	// units are where the folders hold the records, by unit.
 	units []*stored
 	// folders are the folders read, by path, with what they hold.
@@ -396,6 +399,14 @@ func Merge(out string, rs *Records, metric string, charts Charts) (*results.Swee
 	s, err := Build(rs, metric)
 	if err != nil {
 		return nil, err
+	}
+	if rs.List != nil {
+		// Records made in memory are merged only into the folder that
+		// holds them: another would be left without them.
+		if rs.in == "" || rs.in != filepath.Clean(out) {
+			return nil, fmt.Errorf("sweep: the records in memory are not those of %s", out)
+		}
+		return s, Write(out, s, rs, charts) // its records and manifest are Run's
 	}
 	if err := results.Recover(out); err != nil {
 		return nil, err

@@ -318,3 +318,54 @@ func readAll(t *testing.T, rs *Records) []results.RunRecord {
 	}))
 	return all
 }
+
+func TestRunKeepsItsRecordsForMerge(t *testing.T) {
+	plan := smallPlan(t)
+	collected := t.TempDir()
+	runAll(t, plan, collected, 2)
+
+	// A sweep run whole keeps its records: Merge into its folder writes
+	// the outputs Collect's records give, without reading them back
+	// (here they are gone from the folder before it does).
+	dir := t.TempDir()
+	st, err := plan.Run(context.Background(), dir, Options{Parallel: 2})
+	require.NoError(t, err)
+	require.NotNil(t, st.Records)
+	require.Len(t, st.Records.List, plan.Spec.Units())
+	other := t.TempDir()
+	require.NoError(t, os.CopyFS(other, os.DirFS(dir)))
+	require.NoError(t, os.RemoveAll(filepath.Join(dir, "records")))
+	_, err = Merge(dir, st.Records, plan.Metric, nil)
+	require.NoError(t, err)
+	for _, f := range sweepOutputs {
+		assert.Equal(t, readFile(t, filepath.Join(collected, f)), readFile(t, filepath.Join(dir, f)), f)
+	}
+	_, err = Merge(other, st.Records, plan.Metric, nil)
+	require.ErrorContains(t, err, "the records in memory are not those of "+other, "a folder without them would be left incomplete")
+
+	// None are kept by a shard, a run that resumes, or past keepBudget.
+	st, err = plan.Run(context.Background(), t.TempDir(), Options{Shard: Shard{1, 2}})
+	require.NoError(t, err)
+	assert.True(t, st.Records == nil, "a shard")
+	ctx, cancel := context.WithCancel(context.Background())
+	resumed := t.TempDir()
+	_, err = plan.Run(ctx, resumed, Options{Parallel: 1, Progress: func(p Progress) {
+		if p.UnitsDone == 10 {
+			cancel()
+		}
+	}})
+	require.ErrorIs(t, err, context.Canceled)
+	st, err = plan.Run(context.Background(), resumed, Options{Parallel: 1})
+	require.NoError(t, err)
+	require.Positive(t, st.Skipped)
+	assert.True(t, st.Records == nil, "a run that resumed")
+	defer func(b int64) { keepBudget = b }(keepBudget)
+	// 36 records take 14.7 KB in memory before they are made, and their
+	// encodings 279 KB.
+	for _, b := range []int64{4 << 10, 64 << 10} {
+		keepBudget = b
+		st, err = plan.Run(context.Background(), t.TempDir(), Options{Parallel: 2})
+		require.NoError(t, err)
+		assert.True(t, st.Records == nil, "past a keepBudget of %d bytes", b)
+	}
+}

@@ -200,10 +200,12 @@ func sweepScenario(c *cli, fs *flag.FlagSet) int {
 		}
 		return exitOK
 	}
-	rs, err := sweep.Collect(dir)
-	if err != nil {
-		fmt.Fprintf(c.stderr, "herdlab sweep: %v\n", err)
-		return exitFailed
+	rs := stats.Records // when Run kept them, they need not be read back
+	if rs == nil {
+		if rs, err = sweep.Collect(dir); err != nil {
+			fmt.Fprintf(c.stderr, "herdlab sweep: %v\n", err)
+			return exitFailed
+		}
 	}
 	s, err := sweep.Merge(dir, rs, plan.Metric, sweepCharts(charts))
 	if err != nil {
