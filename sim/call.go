@@ -324,7 +324,7 @@ func (g *graph) newCall(e int32, j int32, slot int) int32 {
 	cl := &g.calls[c]
 	*cl = call{tag: cl.tag, sender: jb.replica, arrived: -1, state: stWaiting}
 	g.created[c] = g.now
-	g.links[c] = callLink{id: g.nextID(), job: j, edge: int16(e), slot: int16(slot), deadline: jb.deadline, outer: jb.outer, sibling: jb.calls}
+	g.links[c] = callLink{id: g.nextID(), job: j, edge: int16(e), slot: int16(slot), deadline: g.jobDeadline(j), outer: jb.outer, sibling: jb.calls}
 	if g.keys != nil {
 		g.keys[c] = g.key(g.edges[e].callee)
 	}

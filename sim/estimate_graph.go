@@ -56,7 +56,8 @@ func estimateGraph(sc *scenarios.Scenario, opts Options, n *Needs, reqs, growth 
 	rowsOf := need{path: "bucket"}
 	for _, st := range ran(sc, opts.Strategies) {
 		deployed := sc.ServicesFor(st)
-		if l := liveJobs(sc, deployed, reqs, jobBytes+callBytes); l.bytes >= live.bytes {
+		sides := jobSideBytes(st.DeadlinePropagation, policiesOf(st, deployed))
+		if l := liveJobs(sc, deployed, reqs, jobBytes+sides+callBytes); l.bytes >= live.bytes {
 			live = l
 		}
 		if c := caches(deployed); c.bytes >= cache.bytes {
@@ -256,19 +257,25 @@ func bigCount(x float64) string {
 	return fmt.Sprintf("%.2g", x)
 }
 
+// policiesOf returns the policies of strategy st's edges in its graph,
+// deployed: the fleet's first.
+func policiesOf(st *scenarios.Strategy, deployed []scenarios.Service) []*strategies.Policy {
+	policies := []*strategies.Policy{st.Policy()}
+	for i := range deployed {
+		for k := range deployed[i].Calls {
+			policies = append(policies, scenarios.EdgeStrategy(st, deployed[i].Name, &deployed[i].Calls[k]).Policy())
+		}
+	}
+	return policies
+}
+
 // callSides returns the bytes a call takes beside it (see sides), in the
 // graph of the strategy of sc that needs the most.
 func callSides(sc *scenarios.Scenario, opts Options) int64 {
 	var most int64
 	for _, st := range ran(sc, opts.Strategies) {
 		deployed := sc.ServicesFor(st)
-		policies := []*strategies.Policy{st.Policy()}
-		for i := range deployed {
-			for k := range deployed[i].Calls {
-				policies = append(policies, scenarios.EdgeStrategy(st, deployed[i].Name, &deployed[i].Calls[k]).Policy())
-			}
-		}
-		most = max(most, needsOf(deployed, policies, sc.Workload.Workers > 0).bytes())
+		most = max(most, needsOf(deployed, policiesOf(st, deployed), sc.Workload.Workers > 0).bytes())
 	}
 	return most
 }

@@ -52,6 +52,7 @@ type graph struct {
 	engine
 	sc        *scenarios.Scenario
 	propagate bool // deadline propagation
+	observes  bool // a percentile hedge delay observes every copy's latency (see jobSend)
 	report    bool // the run reports its services and edges
 	// waiters: an attempt queued at a replica is its call and tag, its
 	// job made as it starts, not a job (see waiter)
@@ -78,8 +79,13 @@ type graph struct {
 	freeCalls []int32
 	jobs      []job
 	freeJobs  []int32
-	tallies   []tally // maxGroup per job
-	maxGroup  int
+	// Beside the jobs, by job: their propagated deadlines, with deadline
+	// propagation; how they were sent, where a percentile hedge delay
+	// observes them (see jobSend). nil where not needed.
+	jobDeadlines []time.Duration
+	jobSends     []jobSend
+	tallies      []tally // maxGroup per job
+	maxGroup     int
 
 	fleet fleet
 	ids   uint32 // calls made
@@ -160,6 +166,7 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	for i := range g.edges {
 		policies[i] = g.edges[i].policy
 	}
+	g.observes = observesCopies(policies)
 	// A call for each request of the fleet, kept to the end, and those
 	// the services make, reused: room for them at once, where growing by
 	// appending would copy a million calls several times.

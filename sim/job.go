@@ -18,6 +18,12 @@ func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 	} else {
 		j = int32(len(g.jobs))
 		g.jobs = push(g.jobs, job{})
+		if g.propagate {
+			g.jobDeadlines = push(g.jobDeadlines, noDeadline)
+		}
+		if g.observes {
+			g.jobSends = push(g.jobSends, jobSend{})
+		}
 		for range g.maxGroup {
 			g.tallies = push(g.tallies, tally{})
 		}
@@ -27,8 +33,7 @@ func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 	// Field by field: every one is set (a job's gen is kept).
 	jb.call, jb.tag, jb.id, jb.fleet = c, tag, g.callID(c), cl.fleetCall()
 	jb.svc, jb.replica, jb.step, jb.pending, jb.calls = svc, r, 0, 0, -1
-	jb.deadline, jb.queuedAt, jb.sentAt, jb.doneAt = noDeadline, 0, sentAt, 0
-	jb.edge, jb.sender, jb.state, jb.timed = g.edgeOf(c), cl.sender, jobSent, false
+	jb.queuedAt, jb.doneAt, jb.state, jb.timed = 0, 0, jobSent, false
 	until := g.untilSent(cl, c, sentAt)
 	if jb.fleet {
 		jb.outer = until
@@ -36,9 +41,47 @@ func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 		jb.outer = g.links[c].outer
 	}
 	if g.propagate {
-		jb.deadline = until
+		g.jobDeadlines[j] = until
+	}
+	if g.observes {
+		g.jobSends[j] = jobSend{edge: g.edgeOf(c), sender: cl.sender, sentAt: sentAt}
 	}
 	return j
+}
+
+// observesCopies reports whether a percentile hedge delay of one of
+// policies observes the latency of every copy: whether jobs keep how
+// they were sent (jobSend).
+func observesCopies(policies []*strategies.Policy) bool {
+	for _, p := range policies {
+		if h := p.Hedge; h != nil && h.Percentile > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// jobSideBytes returns the bytes a job takes beside it (its deadline, how
+// it was sent) in a run of a strategy with deadline propagation
+// (propagate) and policies.
+func jobSideBytes(propagate bool, policies []*strategies.Policy) int64 {
+	var n int64
+	if propagate {
+		n += int64(unsafe.Sizeof(time.Duration(0)))
+	}
+	if observesCopies(policies) {
+		n += int64(unsafe.Sizeof(jobSend{}))
+	}
+	return n
+}
+
+// jobDeadline returns job j's propagated deadline (noDeadline without
+// deadline propagation).
+func (g *graph) jobDeadline(j int32) time.Duration {
+	if g.jobDeadlines == nil {
+		return noDeadline
+	}
+	return g.jobDeadlines[j]
 }
 
 // callID returns call c's id: what tells it from a later call in its
@@ -73,14 +116,19 @@ func (g *graph) waiting(j int32) (waiting, same bool) {
 func (g *graph) answer(j int32, o strategies.Outcome) {
 	jb := &g.jobs[j]
 	c, tag, timed := jb.call, jb.tag, jb.timed
-	e := &g.edges[jb.edge]
-	observe := g.copies != nil && o == strategies.Success && e.policy.Hedge != nil && e.policy.Hedge.Percentile > 0
-	sender, sentAt := jb.sender, jb.sentAt
+	var send jobSend
+	observe := g.observes && o == strategies.Success
+	if observe {
+		send = g.jobSends[j]
+		h := g.edges[send.edge].policy.Hedge
+		observe = h != nil && h.Percentile > 0
+	}
 	g.freeJob(j)
 	if !observe {
 		g.reply(c, tag, o, timed)
 		return
 	}
+	e, sender, sentAt := &g.edges[send.edge], send.sender, send.sentAt
 	// Every copy's latency, whether or not its caller still waits (it
 	// may have moved on: its call's place reused): the service's,
 	// unbiased by which copy won.
@@ -310,7 +358,7 @@ func (g *graph) start(j int32) bool {
 	jb := &g.jobs[j]
 	s := &g.services[jb.svc]
 	r := jb.replica
-	if g.propagate && g.now >= jb.deadline {
+	if g.propagate && g.now >= g.jobDeadlines[j] {
 		s.count(r, func(x *results.ServiceRun) { x.DeadlineDropped++ })
 		g.timeJob(j) // its caller gives up now, if not already
 		g.freeJob(j) // no answer
@@ -338,8 +386,8 @@ func (g *graph) start(j int32) bool {
 	s.busy++
 	jb.state = jobRunning
 	jb.step = 0
-	if g.propagate && jb.deadline < g.horizon {
-		g.q.push(jb.deadline, gJobExpired, j, jb.gen)
+	if g.propagate && g.jobDeadlines[j] < g.horizon {
+		g.q.push(g.jobDeadlines[j], gJobExpired, j, jb.gen)
 	}
 	g.proceed(j)
 	return true

@@ -13,7 +13,7 @@ func prefetch(p unsafe.Pointer)
 
 // prefetchGraph prefetches, for each of events, the call it names where
 // callKinds has the bit of its kind, or where jobKinds has it, the job it
-// names (of 96 bytes) and that job's call (its first field, read: jobs
+// names (of 64 bytes) and that job's call (its first field, read: jobs
 // must hold njobs of them); and with the call, where endKinds has the
 // bit, its creation time. An index out of range names nothing. It is
 // the loop of graph.prefetchEvents in one call.
@@ -28,6 +28,6 @@ var (
 	_ = [1]struct{}{}[unsafe.Offsetof(event{}.sk)-8]
 	_ = [1]struct{}{}[unsafe.Offsetof(event{}.a)-16]
 	_ = [1]struct{}{}[unsafe.Sizeof(call{})-32]
-	_ = [1]struct{}{}[unsafe.Sizeof(job{})-96]
+	_ = [1]struct{}{}[unsafe.Sizeof(job{})-64] // prefetch_amd64.s: a job at a<<6
 	_ = [1]struct{}{}[unsafe.Offsetof(job{}.call)]
 )

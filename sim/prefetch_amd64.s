@@ -29,8 +29,8 @@ gloop:
 	JCC gnext          // a names neither
 	CMPQ AX, R12
 	JAE gnext          // a < 0 or a >= njobs: no job
-	LEAQ (AX)(AX*2), DX
-	SHLQ $5, DX        // a * 96, the job's offset
+	MOVQ AX, DX
+	SHLQ $6, DX        // a * 64, the job's offset
 	ADDQ R11, DX
 	PREFETCHT0 (DX)
 	MOVLQSX 0(DX), AX  // the job's call: a load, inside jobs

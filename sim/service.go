@@ -127,24 +127,32 @@ type codelState struct {
 	reset       bool // the next delay starts the interval's minimum
 }
 
-// job is one attempt at a replica: queued, then served in steps.
+// job is one attempt at a replica: queued, then served in steps. It
+// takes 64 bytes, a cache line: what only some runs need is kept beside
+// it (graph.jobDeadlines, graph.jobSends), so that a queue of millions
+// of jobs holds no more.
 type job struct {
 	call, tag    int32  // the attempt served
 	id           uint32 // the call's id: tells it from a later call in its place
 	fleet        bool   // the attempt is a fleet request's
-	gen          int32  // one more each time the job is freed: events of an older use are stale
+	state        uint8
+	timed        bool  // its caller's timeout is set (see graph.expire)
+	gen          int32 // one more each time the job is freed: events of an older use are stale
 	svc, replica int32
-	step         int32 // the step in progress
-	pending      int32 // calls of the current step not yet decided
-	calls        int32 // the first of its downstream calls, -1 for none
-	deadline     time.Duration
+	step         int32         // the step in progress
+	pending      int32         // calls of the current step not yet decided
+	calls        int32         // the first of its downstream calls, -1 for none
 	outer        time.Duration // the fleet's deadline above it
 	queuedAt     time.Duration // when it reached its replica
-	sentAt       time.Duration // when its caller sent it
 	doneAt       time.Duration // when its local work ends, once started
-	edge, sender int32         // its call's edge and sender, for a percentile hedge delay
-	state        uint8
-	timed        bool // its caller's timeout is set (see graph.expire)
+}
+
+// jobSend is how a job's attempt was sent, kept where a percentile hedge
+// delay observes every copy's latency: its call's edge and sender, and
+// when its caller sent it.
+type jobSend struct {
+	edge, sender int32
+	sentAt       time.Duration
 }
 
 // The states of a job.
