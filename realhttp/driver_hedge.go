@@ -101,9 +101,10 @@ func (d *driver) copyAnswered(c driverDone) bool {
 		cancel()
 	}
 	o := c.res.Outcome
-	if k == 0 && o == strategies.Success && d.policy.Hedge.Percentile > 0 {
-		// The first copy's latency, whether or not a hedge won: the
-		// service's.
+	if o == strategies.Success && d.policy.Hedge.Percentile > 0 {
+		// Every copy's latency, whether or not it won: the service's,
+		// unbiased by which copy won, as the simulator observes it
+		// (sim/job.go) and a call edge (observeCopy).
 		d.policy.Observe(d.senderOf(r), max(d.now-c.actual, time.Nanosecond))
 	}
 	if r.state != drvInFlight {

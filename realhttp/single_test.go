@@ -484,23 +484,25 @@ func TestOneServiceGraphServesAsTheServer(t *testing.T) {
 	}
 }
 
-func TestHedgePercentileObservesTheFleetsFirstCopyOnly(t *testing.T) {
-	// Plan row 22, as it is: a percentile hedge delay is estimated by
-	// the fleet's driver from each attempt's first copy's successes
-	// alone (its latency, whether or not a hedge won), where a call
-	// edge observes every copy's success (observeCopy, as the
-	// simulator's graph does). Twenty attempts whose hedge alone
-	// succeeded leave the driver's sender with nothing observed;
-	// twenty whose first copy succeeded, after losing, give it enough.
+func TestHedgePercentileObservesEveryCopysSuccess(t *testing.T) {
+	// Plan row 22, one rule for the fleet's driver and a call edge, the
+	// simulator's (sim/job.go): a percentile hedge delay is estimated
+	// from every copy's success, whether or not it won its attempt.
+	// Twenty attempts whose hedge alone succeeded give the driver's
+	// sender twenty latencies (the hedges'); ten whose copies both
+	// succeeded, the first copy after the hedge had won, give it twenty
+	// too, the losers' with the winners'.
 	pol := &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}
-	d := &driver{policy: pol, reqs: make([]driverRequest, 1), copies: make([]driverCopies, 1), senders: make([]driverSender, 1), run: &results.Run{}}
+	newDriver := func() *driver {
+		return &driver{policy: pol, reqs: make([]driverRequest, 1), copies: make([]driverCopies, 1), senders: make([]driverSender, 1), run: &results.Run{}}
+	}
 	// Each attempt's copies are sent at once; the hedge is answered a
 	// millisecond later, the first copy two.
-	answer := func(k int32, o strategies.Outcome, sent time.Duration) bool {
-		d.now += time.Millisecond
-		return d.copyAnswered(driverDone{i: 0, tag: k, driverAnswer: driverAnswer{res: strategies.Result{Outcome: o}}, actual: sent})
-	}
-	attempt := func(first, hedge strategies.Outcome) {
+	attempt := func(d *driver, first, hedge strategies.Outcome) {
+		answer := func(k int32, o strategies.Outcome, sent time.Duration) bool {
+			d.now += time.Millisecond
+			return d.copyAnswered(driverDone{i: 0, tag: k, driverAnswer: driverAnswer{res: strategies.Result{Outcome: o}}, actual: sent})
+		}
 		d.reqs[0].state = drvInFlight
 		d.copies[0] = driverCopies{base: 0, sent: 2}
 		d.inFlight = 2
@@ -510,18 +512,21 @@ func TestHedgePercentileObservesTheFleetsFirstCopyOnly(t *testing.T) {
 		}
 		answer(0, first, sent)
 	}
+	d := newDriver()
 	for range strategies.MinObserved {
-		attempt(strategies.ServerError, strategies.Success)
-	}
-	_, ok := pol.HedgeDelay(&d.senders[0].retry)
-	assert.False(t, ok, "no first copy succeeded: nothing observed")
-	assert.EqualValues(t, strategies.MinObserved, d.run.HedgeWins)
-	for range strategies.MinObserved {
-		attempt(strategies.Success, strategies.Success)
+		attempt(d, strategies.ServerError, strategies.Success)
 	}
 	delay, ok := pol.HedgeDelay(&d.senders[0].retry)
-	assert.True(t, ok, "the first copies' latencies, though each lost")
-	assert.Equal(t, 2*time.Millisecond, delay, "the first copy's latency: two answers after it was sent")
+	assert.True(t, ok, "the hedges' successes, though no first copy succeeded")
+	assert.Equal(t, time.Millisecond, delay, "the hedges' latency: one answer after it was sent")
+	assert.EqualValues(t, strategies.MinObserved, d.run.HedgeWins)
+	d = newDriver()
+	for range strategies.MinObserved / 2 {
+		attempt(d, strategies.Success, strategies.Success)
+	}
+	_, ok = pol.HedgeDelay(&d.senders[0].retry)
+	assert.True(t, ok, "the losers' latencies with the winners'")
+	assert.Equal(t, 1, d.inFlight, "the loser's answer taken off, the winner's left to complete")
 
 	sd := &graphSender{mu: new(sync.Mutex), stated: true}
 	e := &graphEdge{policy: &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}}

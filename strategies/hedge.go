@@ -90,11 +90,10 @@ func (p *Policy) AllowHedge(s *Sender, q *Request, now time.Duration) bool {
 }
 
 // Observe records, for a percentile hedge delay, the latency of a
-// success. The driver reports answers whether or not their attempt was
-// won by another copy (the first copy of each attempt, or every copy),
-// so that the sample is the service's, not the winners' (which a hedge
-// makes faster: the delay would fall and the hedges grow). s may be nil
-// when the policy keeps no sender state.
+// success. The drivers report every copy's success, whether or not it
+// won its attempt, so that the sample is the service's, not the
+// winners' (which a hedge makes faster: the delay would fall and the
+// hedges grow). s may be nil when the policy keeps no sender state.
 func (p *Policy) Observe(s *Sender, latency time.Duration) {
 	if h := p.Hedge; h != nil && h.Percentile > 0 && latency > 0 {
 		e := &s.extended().latency
