@@ -819,21 +819,8 @@ func (d *driver) try(i int32) {
 		}
 		r.flags |= drvHasWorker
 	}
-	var sd *strategies.Sender
-	if d.senders != nil {
-		sd = &d.senders[r.sender].retry
-	}
-	permit, dec, ok := d.policy.Begin(sd, &r.retry, d.now, d.rRetry)
+	permit, dec, ok := callBegin(d.policy, d.senderOf(r), &r.retry, d.now, d.rRetry, d.run, d.current())
 	if !ok {
-		switch dec.Local {
-		case strategies.ShortCircuit:
-			d.run.ShortCircuited++
-			d.current().ShortCircuited++
-		case strategies.Rejected:
-			d.run.ClientRejected++
-		case strategies.RateWait:
-			d.run.RateLimited++
-		}
 		d.free(i, dec)
 		d.decide(i, dec)
 		return
@@ -962,37 +949,19 @@ func (d *driver) complete(c driverDone) {
 		}
 	}
 	r.last, r.status = uint8(o)+1, uint16(c.status)
-	b := &d.run.Series[r.bucket]
-	switch o {
-	case strategies.Success:
-		b.OK++
-	case strategies.Timeout:
-		b.NotOK++
-		b.NotOKTimeout++
+	switch classify(&d.run.Series[r.bucket], c.driverAnswer) {
+	case answerTimeout:
 		d.run.TimedOut++
 		d.current().TimedOut++
-	case strategies.TooManyRequests:
-		b.NotOK++
-		b.Throttled++
+	case answerThrottled:
 		d.run.Throttled++
-	default:
-		b.NotOK++
-		if c.rejected {
-			b.Rejected++
-			d.run.Rejected++
-		}
+	case answerRejected:
+		d.run.Rejected++
 	}
 	if o != strategies.Success {
 		d.current().Failed++
 	}
-	var sd *strategies.Sender
-	if d.senders != nil {
-		sd = &d.senders[r.sender].retry
-	}
-	dec := d.policy.Done(sd, &r.retry, r.permit, d.now, c.res, d.rRetry)
-	if dec.Reason == strategies.BudgetDenied && d.policy.Budget.HeldByGroup() {
-		d.run.SharedBudgetDenied++
-	}
+	dec := callDone(d.policy, d.senderOf(r), &r.retry, r.permit, d.now, c.res, d.rRetry, d.run)
 	r.state = drvWaiting
 	d.free(c.i, dec)
 	d.decide(c.i, dec)

@@ -173,10 +173,8 @@ func driverSendResult(ctx context.Context, client *http.Client, target string, c
 		return driverAnswer{res: strategies.Result{Outcome: driverClassify(actx, err)}, err: err}, sent, true
 	}
 	defer resp.Body.Close()
+	a = answerOf(resp.StatusCode, resp.Header)
 	res := &a.res
-	a.status = resp.StatusCode
-	res.Outcome = driverStatusOutcome(resp.StatusCode)
-	a.rejected = res.Outcome == strategies.ServerError && resp.Header.Get("Herdlab-Reason") == driverRejectedReason
 	_, err = io.Copy(io.Discard, io.LimitReader(resp.Body, driverMaxBody))
 	if err != nil {
 		if ctx.Err() != nil {

@@ -150,9 +150,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 		if bounded {
 			timeout = max(g.wall(until-now), 1)
 		}
-		sd.mu.Lock()
-		permit, d, ok := e.policy.Begin(sd.sender(), &req, now, sd.r)
-		sd.mu.Unlock()
+		permit, d, ok := sd.begin(e.policy, &req, now)
 		if ok {
 			call := driverCall{request: int(a.request), key: key, attempt: int(req.Attempts), planned: now, timeout: timeout,
 				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
@@ -185,9 +183,7 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 			if entry >= 0 && ans.res.Outcome == strategies.Success {
 				e.callee.fill(now, entry)
 			}
-			sd.mu.Lock()
-			d = e.policy.Done(sd.sender(), &req, permit, now, ans.res, sd.r)
-			sd.mu.Unlock()
+			d = sd.done(e.policy, &req, permit, now, ans.res)
 		}
 		switch d.Action {
 		case strategies.Deliver:
@@ -263,14 +259,25 @@ func (s *graphService) flushDue(now time.Duration) {
 	}
 }
 
-// cancel tells the policy that the call gave request req up (see
-// strategies.Policy.Cancel).
+// begin, done and cancel are callBegin, callDone and callCancel for
+// the calling replica's sender, under its lock.
+
+func (sd *graphSender) begin(p *strategies.Policy, req *strategies.Request, now time.Duration) (strategies.Permit, strategies.Decision, bool) {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	return callBegin(p, sd.sender(), req, now, sd.r, nil, nil)
+}
+
+func (sd *graphSender) done(p *strategies.Policy, req *strategies.Request, permit strategies.Permit, now time.Duration, res strategies.Result) strategies.Decision {
+	sd.mu.Lock()
+	defer sd.mu.Unlock()
+	return callDone(p, sd.sender(), req, permit, now, res, sd.r, nil)
+}
+
 func (sd *graphSender) cancel(p *strategies.Policy, req *strategies.Request, inFlight bool) {
 	sd.mu.Lock()
 	defer sd.mu.Unlock()
-	if s := sd.sender(); s != nil {
-		p.Cancel(s, req, inFlight)
-	}
+	callCancel(p, sd.sender(), req, inFlight)
 }
 
 // sender returns the calling replica's breaker, budget and throttle, nil
@@ -374,10 +381,9 @@ func (s *graphService) answered(r *graphReplica, k int, a driverAnswer, now time
 	r.outstanding--
 	o := a.res.Outcome
 	for _, x := range []*results.ServiceRun{s.stats, r.stats} {
-		if x == nil {
-			continue
+		if x != nil {
+			graphCount(x, k, a)
 		}
-		graphClassify(x, &x.Series[k], a)
 	}
 	if h := s.cfg.Health; h != nil {
 		switch o {
@@ -393,23 +399,16 @@ func (s *graphService) answered(r *graphReplica, k int, a driverAnswer, now time
 	}
 }
 
-// graphClassify counts answer a in x and in its bucket b.
-func graphClassify(x *results.ServiceRun, b *results.Bucket, a driverAnswer) {
-	switch a.res.Outcome {
-	case strategies.Success:
+// graphCount counts answer a to an attempt sent in bucket k in x (see
+// classify).
+func graphCount(x *results.ServiceRun, k int, a driverAnswer) {
+	switch classify(&x.Series[k], a) {
+	case answerOK:
 		x.OK++
-		b.OK++
-		return
-	case strategies.Timeout:
-		b.NotOKTimeout++
-	case strategies.TooManyRequests:
+	case answerThrottled:
 		x.Throttled++
-		b.Throttled++
-	}
-	b.NotOK++
-	if a.rejected {
+	case answerRejected:
 		x.Rejected++
-		b.Rejected++
 	}
 }
 
@@ -429,13 +428,12 @@ func (g *Graph) serveFront(w http.ResponseWriter, r *http.Request) {
 	rep.srv.Handler().ServeHTTP(sw, r)
 	a := driverAnswer{res: strategies.Result{Outcome: strategies.Reset}}
 	if sw.status != 0 {
-		a.res.Outcome = driverStatusOutcome(sw.status)
-		a.rejected = a.res.Outcome == strategies.ServerError && sw.Header().Get(ServerReasonHeader) == driverRejectedReason
+		a = answerOf(sw.status, sw.Header())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	rep.outstanding--
-	graphClassify(rep.stats, &rep.stats.Series[k], a)
+	graphCount(rep.stats, k, a)
 }
 
 // statusWriter records the status a handler wrote; it passes Hijack and
