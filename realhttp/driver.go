@@ -329,7 +329,7 @@ type driver struct {
 	next       []int32 // per request, with a dispatcher: the next in its sender's queue, -1 for none
 	senders    []driverSender
 	groups     *strategies.Groups
-	copies     []driverCopies // per request, with hedging
+	copies     []hedgeCopies // per request, with hedging
 	perRequest bool
 	workers    int32
 	blocking   bool
@@ -537,7 +537,7 @@ func newDriver(sc *scenarios.Scenario, st *scenarios.Strategy, run int, opts Dri
 	}
 	d.groups = strategies.NewGroups(d.policy)
 	if d.policy.Hedge != nil {
-		d.copies = make([]driverCopies, 0, max(d.limit, 0))
+		d.copies = make([]hedgeCopies, 0, max(d.limit, 0))
 	}
 	if d.policy.PerSender() || d.workers > 0 {
 		if n := sc.Workload.Senders; n > 0 {
@@ -798,7 +798,7 @@ func (d *driver) newRequestFrom(at time.Duration, s int32) {
 		d.next = append(d.next, -1)
 	}
 	if d.copies != nil {
-		d.copies = append(d.copies, driverCopies{})
+		d.copies = append(d.copies, hedgeCopies{})
 	}
 	d.arrived++
 	d.try(i)

@@ -150,7 +150,9 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 		if bounded {
 			timeout = max(g.wall(until-now), 1)
 		}
-		permit, d, ok := sd.begin(e.policy, &req, now)
+		sd.mu.Lock()
+		permit, d, ok := callBegin(e.policy, sd.sender(), &req, now, sd.r, nil, nil)
+		sd.mu.Unlock()
 		if ok {
 			call := driverCall{request: int(a.request), key: key, attempt: int(req.Attempts), planned: now, timeout: timeout,
 				outer: a.outer, hasOuter: a.hasOuter, deadline: until, hasDeadline: propagate}
@@ -162,18 +164,8 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 			if e.policy.Hedge != nil {
 				ans, live = g.hedged(ctx, e, sd, &req, call, turn)
 			} else {
-				rep := e.callee.pick(now)
-				k := g.bucketAt(now)
-				e.callee.sent(rep, k)
-				e.attempts.Add(1)
-				ans, _, live = driverSend(ctx, g.client, rep.url, call)
-				if live {
-					turn.Step = GraphAnswer
-					g.turn(turn)
-					e.callee.answered(rep, k, ans, g.now())
-				} else {
-					e.callee.abandoned(rep)
-				}
+				rep, k := g.route(e, now)
+				ans, live = g.exchange(ctx, e, rep, k, call, turn)
 			}
 			if !live {
 				sd.cancel(e.policy, &req, true)
@@ -183,7 +175,9 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 			if entry >= 0 && ans.res.Outcome == strategies.Success {
 				e.callee.fill(now, entry)
 			}
-			d = sd.done(e.policy, &req, permit, now, ans.res)
+			sd.mu.Lock()
+			d = callDone(e.policy, sd.sender(), &req, permit, now, ans.res, sd.r, nil)
+			sd.mu.Unlock()
 		}
 		switch d.Action {
 		case strategies.Deliver:
@@ -199,6 +193,31 @@ func (g *Graph) call(ctx context.Context, e *graphEdge, from, n int, a *serverAt
 			return false
 		}
 	}
+}
+
+// route picks the replica of e's callee that an attempt sent at now
+// goes to (see pick), and counts it sent there, in the bucket of now,
+// which it returns.
+func (g *Graph) route(e *graphEdge, now time.Duration) (*graphReplica, int) {
+	rep := e.callee.pick(now)
+	k := g.bucketAt(now)
+	e.callee.sent(rep, k)
+	e.attempts.Add(1)
+	return rep, k
+}
+
+// exchange sends attempt call, routed to rep in bucket k, and counts its
+// answer there, or that it was abandoned (false: ctx ended first).
+func (g *Graph) exchange(ctx context.Context, e *graphEdge, rep *graphReplica, k int, call driverCall, turn GraphTurn) (driverAnswer, bool) {
+	ans, _, live := driverSend(ctx, g.client, rep.url, call)
+	if !live {
+		e.callee.abandoned(rep)
+		return ans, false
+	}
+	turn.Step = GraphAnswer
+	g.turn(turn)
+	e.callee.answered(rep, k, ans, g.now())
+	return ans, true
 }
 
 // sleep waits d of scenario time, and reports false when ctx ended
@@ -259,21 +278,7 @@ func (s *graphService) flushDue(now time.Duration) {
 	}
 }
 
-// begin, done and cancel are callBegin, callDone and callCancel for
-// the calling replica's sender, under its lock.
-
-func (sd *graphSender) begin(p *strategies.Policy, req *strategies.Request, now time.Duration) (strategies.Permit, strategies.Decision, bool) {
-	sd.mu.Lock()
-	defer sd.mu.Unlock()
-	return callBegin(p, sd.sender(), req, now, sd.r, nil, nil)
-}
-
-func (sd *graphSender) done(p *strategies.Policy, req *strategies.Request, permit strategies.Permit, now time.Duration, res strategies.Result) strategies.Decision {
-	sd.mu.Lock()
-	defer sd.mu.Unlock()
-	return callDone(p, sd.sender(), req, permit, now, res, sd.r, nil)
-}
-
+// cancel is callCancel for the calling replica's sender.
 func (sd *graphSender) cancel(p *strategies.Policy, req *strategies.Request, inFlight bool) {
 	sd.mu.Lock()
 	defer sd.mu.Unlock()

@@ -488,54 +488,86 @@ func TestHedgePercentileObservesEveryCopysSuccess(t *testing.T) {
 	// Plan row 22, one rule for the fleet's driver and a call edge, the
 	// simulator's (sim/job.go): a percentile hedge delay is estimated
 	// from every copy's success, whether or not it won its attempt.
-	// Twenty attempts whose hedge alone succeeded give the driver's
-	// sender twenty latencies (the hedges'); ten whose copies both
-	// succeeded, the first copy after the hedge had won, give it twenty
-	// too, the losers' with the winners'.
-	pol := &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}
-	newDriver := func() *driver {
-		return &driver{policy: pol, reqs: make([]driverRequest, 1), copies: make([]driverCopies, 1), senders: make([]driverSender, 1), run: &results.Run{}}
+	// Each owner takes the same attempts of two copies, the hedge
+	// answered a millisecond after they were sent, the first copy two:
+	// twenty whose copies both failed give its sender nothing; twenty
+	// whose hedge alone succeeded give it twenty latencies (the
+	// hedges'); ten whose copies both succeeded, the first copy after
+	// the hedge had won, twenty too, the losers' with the winners'.
+	type owner struct {
+		attempt func(first, hedge strategies.Outcome)
+		hedges  func() (time.Duration, bool) // the sender's hedge delay
+		driver  *driver                      // the driver's, nil for an edge
 	}
-	// Each attempt's copies are sent at once; the hedge is answered a
-	// millisecond later, the first copy two.
-	attempt := func(d *driver, first, hedge strategies.Outcome) {
-		answer := func(k int32, o strategies.Outcome, sent time.Duration) bool {
-			d.now += time.Millisecond
-			return d.copyAnswered(driverDone{i: 0, tag: k, driverAnswer: driverAnswer{res: strategies.Result{Outcome: o}}, actual: sent})
-		}
-		d.reqs[0].state = drvInFlight
-		d.copies[0] = driverCopies{base: 0, sent: 2}
-		d.inFlight = 2
-		sent := d.now
-		if answer(1, hedge, sent) {
-			d.reqs[0].state = drvDelivered
-		}
-		answer(0, first, sent)
+	owners := map[string]func() owner{
+		"driver": func() owner {
+			pol := &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}
+			d := &driver{policy: pol, reqs: make([]driverRequest, 1), copies: make([]hedgeCopies, 1), senders: make([]driverSender, 1), run: &results.Run{}}
+			answer := func(k int32, o strategies.Outcome, sent time.Duration) {
+				d.now += time.Millisecond
+				if d.copyAnswered(driverDone{i: 0, tag: k, driverAnswer: driverAnswer{res: strategies.Result{Outcome: o}}, actual: sent}) {
+					d.reqs[0].state = drvWaiting
+				}
+			}
+			return owner{
+				attempt: func(first, hedge strategies.Outcome) {
+					d.reqs[0].state = drvInFlight
+					d.inFlight = 2
+					d.copies[0].start(0)
+					d.copies[0].add(0)
+					d.copies[0].add(0)
+					sent := d.now
+					answer(1, hedge, sent)
+					answer(0, first, sent)
+				},
+				hedges: func() (time.Duration, bool) { return pol.HedgeDelay(&d.senders[0].retry) },
+				driver: d,
+			}
+		},
+		"edge": func() owner {
+			sd := &graphSender{mu: new(sync.Mutex), stated: true}
+			e := &graphEdge{policy: &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}}
+			g := &Graph{scale: 1, start: time.Now()}
+			return owner{
+				attempt: func(first, hedge strategies.Outcome) {
+					cp := new(hedgeCopies)
+					cp.add(0)
+					cp.add(0)
+					sent := g.now()
+					for k, o := range []strategies.Outcome{hedge, first} {
+						g.copyAnswered(e, sd, cp, graphCopy{k: 1 - int32(k), ans: driverAnswer{res: strategies.Result{Outcome: o}}, live: true, sent: sent})
+					}
+				},
+				hedges: func() (time.Duration, bool) { return e.policy.HedgeDelay(sd.sender()) },
+			}
+		},
 	}
-	d := newDriver()
-	for range strategies.MinObserved {
-		attempt(d, strategies.ServerError, strategies.Success)
+	for name, newOwner := range owners {
+		t.Run(name, func(t *testing.T) {
+			o := newOwner()
+			for range strategies.MinObserved {
+				o.attempt(strategies.ServerError, strategies.ServerError)
+			}
+			_, ok := o.hedges()
+			assert.False(t, ok, "no success, nothing observed")
+			for range strategies.MinObserved {
+				o.attempt(strategies.ServerError, strategies.Success)
+			}
+			delay, ok := o.hedges()
+			assert.True(t, ok, "the hedges' successes, though no first copy succeeded")
+			if d := o.driver; d != nil {
+				assert.Equal(t, time.Millisecond, delay, "the hedges' latency: one answer after it was sent")
+				assert.EqualValues(t, strategies.MinObserved, d.run.HedgeWins)
+				assert.Equal(t, 1, d.inFlight, "the loser's answer taken off, the winner's left to complete")
+			}
+			o = newOwner()
+			for range strategies.MinObserved / 2 {
+				o.attempt(strategies.Success, strategies.Success)
+			}
+			_, ok = o.hedges()
+			assert.True(t, ok, "the losers' latencies with the winners'")
+		})
 	}
-	delay, ok := pol.HedgeDelay(&d.senders[0].retry)
-	assert.True(t, ok, "the hedges' successes, though no first copy succeeded")
-	assert.Equal(t, time.Millisecond, delay, "the hedges' latency: one answer after it was sent")
-	assert.EqualValues(t, strategies.MinObserved, d.run.HedgeWins)
-	d = newDriver()
-	for range strategies.MinObserved / 2 {
-		attempt(d, strategies.Success, strategies.Success)
-	}
-	_, ok = pol.HedgeDelay(&d.senders[0].retry)
-	assert.True(t, ok, "the losers' latencies with the winners'")
-	assert.Equal(t, 1, d.inFlight, "the loser's answer taken off, the winner's left to complete")
-
-	sd := &graphSender{mu: new(sync.Mutex), stated: true}
-	e := &graphEdge{policy: &strategies.Policy{Hedge: &strategies.Hedge{Percentile: 50, Max: 1}}}
-	g := &Graph{scale: 1, start: time.Now()}
-	for range strategies.MinObserved {
-		g.observeCopy(e, sd, graphCopy{k: 1, ans: driverAnswer{res: strategies.Result{Outcome: strategies.Success}}, live: true})
-	}
-	_, ok = e.policy.HedgeDelay(sd.sender())
-	assert.True(t, ok, "an edge observes a hedge's success too")
 }
 
 func TestReplayGraphOfASingleServer(t *testing.T) {
