@@ -158,8 +158,7 @@ func (e *graphEdge) resetSenders(seed uint64, k int) {
 // GraphOptions configures a Graph: the servers' options (TimeScale,
 // Seed, MaxConns... as for NewServer; for a graph of services, Log,
 // Store and Events are not used: the replicas of a service share an
-// in-memory store; a single server's replica takes them all, as
-// NewServer would; Observe is given the attempts at the fleet's target
+// in-memory store; a single server's replica takes them all; Observe is given the attempts at the fleet's target
 // only), and the connections between services.
 type GraphOptions struct {
 	Server ServerOptions
@@ -223,8 +222,8 @@ func GraphUnsupported(sc *scenarios.Scenario, st *scenarios.Strategy) (path stri
 // A scenario of a single server (its server: section, not services) is
 // served as the simulator runs it: as a graph of one service named
 // "server" (scenarios.Scenario.OneService), whose one replica is the
-// test server NewServer(sc, opts.Server) would make, with its seed,
-// idempotency store, request log and events. Unlike that server, it
+// test server NewServer(sc, opts.Server) makes, with its seed,
+// idempotency store, request log and events. Unlike a Server alone, it
 // knows the fleet's timeout: with deadline propagation it drops the
 // work whose attempt has given up, as the simulator does, and counts
 // late work. The fleet's run against it has no services nor edges.
@@ -300,7 +299,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 				so.Log, so.Events = nil, nil
 				sub = replicaScenario(sc, s.cfg, r, holds[i])
 			}
-			srv, err := newServer(sub, so)
+			srv, err := NewServer(sub, so)
 			if err != nil {
 				stop()
 				return nil, err
@@ -442,7 +441,7 @@ func (g *Graph) Start(addr string) error {
 			}
 			if err := rep.srv.Start(a); err != nil {
 				if g.single != nil {
-					return err // the server's, as NewServer's would say it
+					return err // as a Server alone says it
 				}
 				return fmt.Errorf("service %s, replica %d: %w", s.cfg.Name, rep.index, err)
 			}

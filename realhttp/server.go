@@ -302,30 +302,24 @@ type serverCalls interface {
 	run(ctx context.Context, a *serverAttempt, when string) bool
 }
 
-// NewServer returns a server for the scenario sc, which must be valid and
-// of the queue model (ErrServerModel otherwise). It does not listen yet;
-// its scenario clock starts now and restarts at Start. With a store that
-// can check itself (a RedisStore), it checks it in the background until
-// Shutdown.
+// NewServer returns the test server of sc's server section: a Graph's
+// replica. NewGraph makes one for each replica of each service, from a
+// scenario of its own (the service's section and the outages that hit
+// the replica; for a single server, the scenario as written), and
+// herdtest serves a single server on one. sc must be valid (see
+// scenarios.Scenario.Validate, which NewGraph calls on the scenario it
+// serves) and its server of the queue model (ErrServerModel otherwise);
+// its services, if any, are not read (NewGraph serves them). It does
+// not listen yet; its scenario clock starts now and restarts at Start.
+// With a store that can check itself (a RedisStore), it checks it in
+// the background until Shutdown.
 func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc == nil {
 		return nil, errors.New("realhttp: NewServer: nil scenario")
 	}
-	if err := sc.Validate(); err != nil {
-		return nil, fmt.Errorf("realhttp: NewServer: invalid scenario: %w", err)
-	}
 	if sc.Server.Model == scenarios.ModelOCC {
 		return nil, fmt.Errorf("%w (scenario %s has model occ)", ErrServerModel, sc.Name)
 	}
-	if sc.Graph() {
-		return nil, errors.New("realhttp: NewServer: a graph of services is served by NewGraph")
-	}
-	return newServer(sc, opts)
-}
-
-// newServer is NewServer for a scenario known to be valid, or made to
-// be: one replica's of a graph (see NewGraph).
-func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	scale := opts.TimeScale
 	if scale == 0 {
 		scale = 1
