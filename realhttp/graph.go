@@ -158,8 +158,9 @@ func (e *graphEdge) resetSenders(seed uint64, k int) {
 // GraphOptions configures a Graph: the servers' options (TimeScale,
 // Seed, MaxConns... as for NewServer; for a graph of services, Log,
 // Store and Events are not used: the replicas of a service share an
-// in-memory store; a single server's replica takes them all; Observe is given the attempts at the fleet's target
-// only), and the connections between services.
+// in-memory store; a single server's replica takes them all; Observe
+// is given the attempts at the fleet's target only), and the
+// connections between services.
 type GraphOptions struct {
 	Server ServerOptions
 	// MaxConns bounds the connections of the services' calls, per

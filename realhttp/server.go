@@ -306,13 +306,14 @@ type serverCalls interface {
 // replica. NewGraph makes one for each replica of each service, from a
 // scenario of its own (the service's section and the outages that hit
 // the replica; for a single server, the scenario as written), and
-// herdtest serves a single server on one. sc must be valid (see
-// scenarios.Scenario.Validate, which NewGraph calls on the scenario it
-// serves) and its server of the queue model (ErrServerModel otherwise);
-// its services, if any, are not read (NewGraph serves them). It does
-// not listen yet; its scenario clock starts now and restarts at Start.
-// With a store that can check itself (a RedisStore), it checks it in
-// the background until Shutdown.
+// herdtest serves a single server on one. It checks no more of sc than
+// its model (ErrServerModel for one the test server does not serve):
+// sc must be valid (see scenarios.Scenario.Validate), or made of a
+// valid one as NewGraph makes a replica's; its services, if any, are
+// not read (NewGraph serves them). It does not listen yet; its
+// scenario clock starts now and restarts at Start. With a store that
+// can check itself (a RedisStore), it checks it in the background
+// until Shutdown.
 func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc == nil {
 		return nil, errors.New("realhttp: NewServer: nil scenario")
