@@ -300,7 +300,7 @@ func NewGraph(sc *scenarios.Scenario, st *scenarios.Strategy, opts GraphOptions)
 				so.Log, so.Events = nil, nil
 				sub = replicaScenario(sc, s.cfg, r, holds[i])
 			}
-			srv, err := NewServer(sub, so)
+			srv, err := newServer(sub, so)
 			if err != nil {
 				stop()
 				return nil, err

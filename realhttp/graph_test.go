@@ -238,7 +238,7 @@ func TestServerSlowOutageMultipliesServiceTimes(t *testing.T) {
 	sub.Server = scenarios.Default().Server
 	sub.Server.ServiceTime = scenarios.Dist{Kind: scenarios.Constant, Mean: 20 * time.Millisecond}
 	sub.Server.Outages = []scenarios.Outage{{Start: 0, Duration: 400 * time.Millisecond, Mode: scenarios.SlowMode, Factor: 5}}
-	s, err := NewServer(sub, ServerOptions{})
+	s, err := newServer(sub, ServerOptions{})
 	require.NoError(t, err)
 	require.NoError(t, s.Start(""))
 	t.Cleanup(func() { _ = s.Shutdown(context.Background()) })
@@ -329,7 +329,7 @@ func serverQueueTest(t *testing.T, q serverQueue, service time.Duration, n int) 
 	sub.Server = scenarios.Default().Server
 	sub.Server.Concurrency = 1
 	sub.Server.ServiceTime = scenarios.Dist{Kind: scenarios.Constant, Mean: service}
-	s, err := NewServer(sub, ServerOptions{})
+	s, err := newServer(sub, ServerOptions{})
 	require.NoError(t, err)
 	s.queue = q
 	require.NoError(t, s.Start(""))

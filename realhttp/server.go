@@ -302,22 +302,28 @@ type serverCalls interface {
 	run(ctx context.Context, a *serverAttempt, when string) bool
 }
 
-// NewServer returns the test server of sc's server section: a Graph's
-// replica. NewGraph makes one for each replica of each service, from a
-// scenario of its own (the service's section and the outages that hit
-// the replica; for a single server, the scenario as written), and
-// herdtest serves a single server on one. It checks no more of sc than
-// its model (ErrServerModel for one the test server does not serve):
-// sc must be valid (see scenarios.Scenario.Validate), or made of a
-// valid one as NewGraph makes a replica's; its services, if any, are
-// not read (NewGraph serves them). It does not listen yet; its
-// scenario clock starts now and restarts at Start. With a store that
-// can check itself (a RedisStore), it checks it in the background
-// until Shutdown.
+// NewServer returns the test server of sc's server section, which must
+// be valid (an error otherwise), of the queue model (ErrServerModel
+// otherwise): what a Graph makes of each replica, and what herdtest
+// serves a single server on. Its services, if any, are not read
+// (NewGraph serves them). It does not listen yet; its scenario clock
+// starts now and restarts at Start. With a store that can check itself
+// (a RedisStore), it checks it in the background until Shutdown.
 func NewServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc == nil {
 		return nil, errors.New("realhttp: NewServer: nil scenario")
 	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("realhttp: NewServer: invalid scenario: %w", err)
+	}
+	return newServer(sc, opts)
+}
+
+// newServer is NewServer for a replica's scenario, made by NewGraph of a
+// valid one (the service's section and the outages that hit the
+// replica; for a single server, the scenario as written), which
+// Validate would refuse: it has no workload.
+func newServer(sc *scenarios.Scenario, opts ServerOptions) (*Server, error) {
 	if sc.Server.Model == scenarios.ModelOCC {
 		return nil, fmt.Errorf("%w (scenario %s has model occ)", ErrServerModel, sc.Name)
 	}

@@ -846,6 +846,10 @@ strategies: [{name: s, backoff: {kind: fixed, delay: 1s}}]
 		_, err = NewServer(ok, ServerOptions{TimeScale: scale})
 		assert.Error(t, err, "scale %v", scale)
 	}
+	bad := *ok
+	bad.Server.Concurrency = 0
+	_, err = NewServer(&bad, ServerOptions{})
+	assert.Error(t, err, "an invalid scenario")
 }
 
 func TestMemoryStore(t *testing.T) {
