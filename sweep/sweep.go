@@ -310,10 +310,20 @@ type Stats struct {
 }
 
 // keepBudget bounds the records Run keeps in memory for Merge, in bytes
-// of their encoding: past it they are read back from the folder, so that
-// a sweep of any size is still gathered in the memory of a point's
-// records. The AWS study's sweep (9,500 runs) writes 17 MB.
+// of their encoding (about what they take decoded), and so does an
+// eighth of Options.MaxMemory: past it they are read back from the
+// folder, so that a sweep of any size is still gathered in the memory
+// of a point's records. The AWS study's sweep (9,500 runs) writes 17 MB.
 var keepBudget = int64(64 << 20) // a variable for its test
+
+// keepBudgetOf returns the bytes of records Run keeps under a memory
+// limit of maxMemory bytes (0: none).
+func keepBudgetOf(maxMemory int64) int64 {
+	if maxMemory > 0 {
+		return min(keepBudget, maxMemory/8)
+	}
+	return keepBudget
+}
 
 // ErrOtherSweep is returned, wrapped, when a folder holds the records of
 // a different sweep.
@@ -384,7 +394,8 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	// (see Stats.Records); keptBytes counts their encodings.
 	var kept []results.RunRecord
 	var keptBytes atomic.Int64
-	if n := p.Spec.Units(); shard == All && st.Skipped == 0 && int64(n)*int64(unsafe.Sizeof(results.RunRecord{})) <= keepBudget {
+	budget := keepBudgetOf(opts.MaxMemory)
+	if n := p.Spec.Units(); shard == All && st.Skipped == 0 && int64(n)*int64(unsafe.Sizeof(results.RunRecord{})) <= budget {
 		kept = make([]results.RunRecord, n)
 	}
 	var mu sync.Mutex
@@ -462,7 +473,7 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 					stop(err)
 					continue
 				}
-				if kept != nil && keptBytes.Add(int64(len(data))) <= keepBudget {
+				if kept != nil && keptBytes.Add(int64(len(data))) <= budget {
 					kept[k] = rec
 				}
 				events.Add(rec.Events)
@@ -491,7 +502,7 @@ feed:
 	if err := context.Cause(ctx); err != nil {
 		return st, err
 	}
-	if kept != nil && keptBytes.Load() <= keepBudget {
+	if kept != nil && keptBytes.Load() <= budget {
 		st.Records = &Records{Spec: p.Spec, Metric: p.Metric, List: kept, in: filepath.Clean(dir)}
 	}
 	return st, nil

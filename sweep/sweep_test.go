@@ -368,4 +368,8 @@ func TestRunKeepsItsRecordsForMerge(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, st.Records == nil, "past a keepBudget of %d bytes", b)
 	}
+	keepBudget = 64 << 20
+	assert.Equal(t, int64(64<<20), keepBudgetOf(0), "no memory limit")
+	assert.Equal(t, int64(32<<20), keepBudgetOf(256<<20), "an eighth of the memory limit")
+	assert.Equal(t, int64(64<<20), keepBudgetOf(16<<30))
 }
