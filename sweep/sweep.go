@@ -302,7 +302,7 @@ type Stats struct {
 	Wall         time.Duration // wall-clock time of Run
 	// Records are the sweep's records, in memory, when Run made every
 	// one (an unsharded sweep of a folder that held none) and they took
-	// at most keepBudget bytes written; nil otherwise. Merge into the
+	// at most keepBudgetOf bytes written; nil otherwise. Merge into the
 	// folder Run wrote then writes the sweep's outputs without reading
 	// its records back, which took a tenth of the CPU of a sweep of
 	// small runs; Collect reads them otherwise.
@@ -310,17 +310,19 @@ type Stats struct {
 }
 
 // keepBudget bounds the records Run keeps in memory for Merge, in bytes
-// of their encoding (about what they take decoded), and so does an
-// eighth of Options.MaxMemory: past it they are read back from the
-// folder, so that a sweep of any size is still gathered in the memory
-// of a point's records. The AWS study's sweep (9,500 runs) writes 17 MB.
+// of their encoding (decoded, they take about 1.5x: 427 KB for the 279
+// KB of testdata/small.yaml's sweep), and so does a twelfth of
+// Options.MaxMemory (an eighth decoded): past it they are read back from
+// the folder, so that a sweep of any size is still gathered in the
+// memory of a point's records. The AWS study's sweep (9,500 runs) writes
+// 17 MB.
 var keepBudget = int64(64 << 20) // a variable for its test
 
 // keepBudgetOf returns the bytes of records Run keeps under a memory
 // limit of maxMemory bytes (0: none).
 func keepBudgetOf(maxMemory int64) int64 {
 	if maxMemory > 0 {
-		return min(keepBudget, maxMemory/8)
+		return min(keepBudget, maxMemory/12)
 	}
 	return keepBudget
 }

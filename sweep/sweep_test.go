@@ -370,6 +370,6 @@ func TestRunKeepsItsRecordsForMerge(t *testing.T) {
 	}
 	keepBudget = 64 << 20
 	assert.Equal(t, int64(64<<20), keepBudgetOf(0), "no memory limit")
-	assert.Equal(t, int64(32<<20), keepBudgetOf(256<<20), "an eighth of the memory limit")
+	assert.Equal(t, int64(32<<20), keepBudgetOf(384<<20), "a twelfth of the memory limit")
 	assert.Equal(t, int64(64<<20), keepBudgetOf(16<<30))
 }
