@@ -202,7 +202,7 @@ func (g *graph) simulate(ctx context.Context) (*results.Run, error) {
 	if g.lastOutageEnd > 0 {
 		g.q.push(g.lastOutageEnd, gOutageEnd, 0, 0)
 	}
-	if err := g.loop(ctx, g.advance, g.handle); err != nil {
+	if err := g.loop(ctx); err != nil {
 		return nil, err
 	}
 	for g.sampled < len(g.run.Series) {
