@@ -63,8 +63,8 @@ func (e *engine) releaseQueue() {
 // loop pops events in order until the horizon, calling the graph's
 // advance with each new time before its handle with the event. An event
 // at or after the horizon never happens. It calls them directly, not as
-// function values: an indirect call an event was 3% of a sweep of small
-// runs (BenchmarkSweepAgainstItsRuns).
+// function values: the indirect calls were 2-3% of the CPU of the AWS
+// study's sweep's runs (docs/performance.md).
 func (g *graph) loop(ctx context.Context) error {
 	e := &g.engine
 	e.ctx = ctx

@@ -436,7 +436,7 @@ func (p *Plan) Run(ctx context.Context, dir string, opts Options) (Stats, error)
 	segments.Store(int64(have.next - 1))
 	// Workers take the units in order from a counter, not a channel: a
 	// unit can take microseconds, and handing each over woke a parked
-	// worker, which cost a tenth of a sweep of small runs.
+	// worker, which at one worker cost a tenth of a sweep of small runs.
 	var taken atomic.Int64
 	var wg sync.WaitGroup
 	for range min(parallel, len(todo)) {
