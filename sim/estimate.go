@@ -510,8 +510,8 @@ func (n Needs) check(sc *scenarios.Scenario, limit int64, units bool, name strin
 			n.Runs, results.Count(float64(buckets)), BytesText(kept), BytesText(n.Kept), limitText, name)
 	}
 	top := n.perRun[0]
-	return fail(top.path, "a run needs about %s of memory: %s; the limit is %s (%s)",
-		BytesText(addBytes(addBytes(n.PerRun, n.Kept), baseMemory)), top.what, limitText, name)
+	return fail(top.path, "a run needs about %s of memory with herdlab's own %s: %s; the limit is %s (%s)",
+		BytesText(addBytes(addBytes(n.PerRun, n.Kept), baseMemory)), BytesText(baseMemory), top.what, limitText, name)
 }
 
 // joinWords joins words as a list in prose: a, b and c.

@@ -96,6 +96,7 @@ strategies:
 	assert.Equal(t, 9, se.Col)
 	assert.Contains(t, err.Error(), "x.yaml:4:9: server.queue: a run needs about")
 	assert.Contains(t, err.Error(), "a queue of up to 6,000,000 attempts")
+	assert.Contains(t, err.Error(), "with herdlab's own 48 MB", "the estimate counts herdlab's own memory, and says so")
 	assert.Contains(t, err.Error(), "the limit is")
 
 	// The same through Run: refused before anything runs.
