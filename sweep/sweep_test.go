@@ -373,3 +373,42 @@ func TestRunKeepsItsRecordsForMerge(t *testing.T) {
 	assert.Equal(t, int64(32<<20), keepBudgetOf(384<<20), "a twelfth of the memory limit")
 	assert.Equal(t, int64(64<<20), keepBudgetOf(16<<30))
 }
+
+// TestRunKeepsRecordsWithinTheMemoryLimit runs a sweep whose records
+// (5,400 units, 6.3 MB written) fit keepBudget but not a twelfth of a
+// memory limit of 60 MB: Run keeps them only without the limit.
+func TestRunKeepsRecordsWithinTheMemoryLimit(t *testing.T) {
+	src, err := os.ReadFile("testdata/small.yaml")
+	require.NoError(t, err)
+	many := strings.NewReplacer("runs: 2\n", "runs: 150\n", "values: [200, 1000, 5000]", "values: [20, 50, 100]", "5s..25s:3", "5s..25s:6").Replace(string(src))
+	file := filepath.Join(t.TempDir(), "many.yaml")
+	require.NoError(t, os.WriteFile(file, []byte(many), 0o644))
+	sc, err := scenarios.Load(file)
+	require.NoError(t, err)
+	plan, err := NewPlan(context.Background(), sc, sc.Sweep.Vary, sc.Sweep.Metric, nil)
+	require.NoError(t, err)
+	require.Equal(t, 5400, plan.Spec.Units())
+
+	limited := t.TempDir()
+	st, err := plan.Run(context.Background(), limited, Options{Parallel: 2, MaxMemory: 60 << 20})
+	require.NoError(t, err)
+	written := int64(0)
+	require.NoError(t, filepath.WalkDir(filepath.Join(limited, "records"), func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			written += info.Size()
+		}
+		return err
+	}))
+	require.Greater(t, written, keepBudgetOf(60<<20), "the records must pass a twelfth of the limit")
+	require.Less(t, written, keepBudget, "and fit the budget without a limit")
+	assert.True(t, st.Records == nil, "%d bytes of records under --max-memory 60MB", written)
+
+	st, err = plan.Run(context.Background(), t.TempDir(), Options{Parallel: 2})
+	require.NoError(t, err)
+	require.NotNil(t, st.Records, "without a limit")
+	assert.Len(t, st.Records.List, plan.Spec.Units())
+}
