@@ -378,6 +378,7 @@ func TestRunKeepsItsRecordsForMerge(t *testing.T) {
 // (5,400 units, 6.3 MB written) fit keepBudget but not a twelfth of a
 // memory limit of 60 MB: Run keeps them only without the limit.
 func TestRunKeepsRecordsWithinTheMemoryLimit(t *testing.T) {
+	skipUnderRace(t) // 8 s under it; TestRunKeepsItsRecordsForMerge runs the same code there
 	src, err := os.ReadFile("testdata/small.yaml")
 	require.NoError(t, err)
 	many := strings.NewReplacer("runs: 2\n", "runs: 150\n", "values: [200, 1000, 5000]", "values: [20, 50, 100]", "5s..25s:3", "5s..25s:6").Replace(string(src))
