@@ -289,7 +289,7 @@ func (g *graph) until(cl *call, c int32) time.Duration {
 
 // untilSent is until for call c's attempt sent at sentAt.
 func (g *graph) untilSent(cl *call, c int32, sentAt time.Duration) time.Duration {
-	if cl.flags&flagCached != 0 {
+	if !g.timed || cl.flags&flagCached != 0 {
 		return noDeadline
 	}
 	until := noDeadline
@@ -423,12 +423,17 @@ func (g *graph) sampleOf(t time.Duration) int {
 // dead letters by dead at t: at once where no sample falls between the
 // event being handled and t, else for the samples from t on.
 func (g *graph) countAt(t time.Duration, delayed, dead int) {
-	k := g.sampleOf(t)
-	switch {
-	case k == g.sampled:
+	if t < g.nextSample { // sampleOf(t) == g.sampled
 		g.fleet.delayed += delayed
 		g.fleet.dead += dead
-	case k < len(g.run.Series):
+		return
+	}
+	g.countLater(t, delayed, dead)
+}
+
+// countLater is countAt for t at or after the next sample.
+func (g *graph) countLater(t time.Duration, delayed, dead int) {
+	if k := g.sampleOf(t); k < len(g.run.Series) {
 		if g.later == nil {
 			g.later = make([]sampleChange, len(g.run.Series))
 		}
@@ -529,6 +534,10 @@ func (g *graph) lookup(s *service, c int32) bool {
 // says whether the caller's timeout is set already (see expire): if not,
 // and the answer would come too late, it is set now.
 func (g *graph) reply(c, tag int32, o strategies.Outcome, timed bool) {
+	if g.latency.zero() {
+		g.response(c, tag, o)
+		return
+	}
 	g.replyAt(c, tag, o, timed, g.now+g.latency.sample(g.rNet))
 }
 
@@ -664,7 +673,14 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		}
 		cl.state = stWaiting
 		if cl.fleetCall() {
-			g.countAt(g.now, 1, 0)
+			// countAt(g.now, 1, 0), written out so that it is inlined
+			// (g.now may be past the next sample while an attempt is
+			// made ahead: see tryAhead)
+			if g.now < g.nextSample {
+				g.fleet.delayed++
+			} else {
+				g.countLater(g.now, 1, 0)
+			}
 		}
 		if t := g.now + d.Wait; g.edges[g.edgeOf(c)].ahead && t < g.horizon {
 			g.tryAhead(c, t)

@@ -247,8 +247,15 @@ func (f *fleet) replay(g *graph, k int32) {
 // delivered or given up. The worker goes to the request that has waited
 // longest for one, which is tried now.
 func (f *fleet) free(g *graph, c int32, d strategies.Decision) {
+	if g.calls[c].flags&flagWorker != 0 {
+		f.release(g, c, d) // a call, not inlined: most requests hold no worker
+	}
+}
+
+// release is free for fleet request c, which holds a worker.
+func (f *fleet) release(g *graph, c int32, d strategies.Decision) {
 	cl := &g.calls[c]
-	if cl.flags&flagWorker == 0 || (f.blocking && d.Action == strategies.Retry) {
+	if f.blocking && d.Action == strategies.Retry {
 		return
 	}
 	cl.flags &^= flagWorker

@@ -253,10 +253,15 @@ func (s *service) scheduleWarmups(g *graph, i int32) {
 // pick chooses the replica for an attempt sent now, among those not
 // ejected by the outlier detection (among all when every one is).
 func (s *service) pick(g *graph) int32 {
-	n := len(s.replicas)
-	if n == 1 {
+	if len(s.replicas) == 1 {
 		return 0
 	}
+	return s.pickOf(g)
+}
+
+// pickOf is pick among several replicas.
+func (s *service) pickOf(g *graph) int32 {
+	n := len(s.replicas)
 	now := g.now
 	healthy := n
 	if s.cfg.Health != nil {
@@ -384,10 +389,15 @@ func (s *service) capacity(now time.Duration, r int) int {
 	if s.slots < 0 {
 		return math.MaxInt
 	}
-	wu := s.cfg.Warmup
-	if wu.Duration == 0 {
+	if s.cfg.Warmup.Duration == 0 {
 		return s.slots
 	}
+	return s.warming(now, r)
+}
+
+// warming is capacity for a service with a warmup.
+func (s *service) warming(now time.Duration, r int) int {
+	wu := s.cfg.Warmup
 	for i := len(s.downs) - 1; i >= 0; i-- {
 		o := &s.downs[i]
 		if now < o.end || !o.hits(r) {
