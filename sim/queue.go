@@ -791,8 +791,13 @@ func (q *wheelQueue) turnPage() {
 			q.slotsUsed[k>>6] |= 1 << (k & 63)
 		}
 	}
-	for k := range slots {
-		off[k+1] += off[k]
+	// The sums in a register: summing in place, each slot's would wait
+	// for the store of the one before (a page turned in a small run
+	// spent most of its time there).
+	sum, cum := int32(0), off[1:slots+1]
+	for k, m := range cum {
+		sum += m
+		cum[k] = sum
 	}
 	n := int(off[slots])
 	q.spread = slices.Grow(q.spread[:0], n)[:n]
