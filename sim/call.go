@@ -289,7 +289,7 @@ func (g *graph) until(cl *call, c int32) time.Duration {
 
 // untilSent is until for call c's attempt sent at sentAt.
 func (g *graph) untilSent(cl *call, c int32, sentAt time.Duration) time.Duration {
-	if !g.timed || cl.flags&flagCached != 0 {
+	if cl.flags&flagCached != 0 {
 		return noDeadline
 	}
 	until := noDeadline

@@ -42,14 +42,6 @@ func (g *graph) live(cl *call, c, tag int32) bool {
 
 // untilOf returns when the caller of attempt tag of call c gives it up.
 func (g *graph) untilOf(cl *call, c, tag int32) time.Duration {
-	if !g.timed {
-		return noDeadline
-	}
-	return g.timedUntil(cl, c, tag)
-}
-
-// timedUntil is untilOf where a caller may give up.
-func (g *graph) timedUntil(cl *call, c, tag int32) time.Duration {
 	if g.copies == nil || cl.flags&flagCached != 0 {
 		return g.until(cl, c)
 	}

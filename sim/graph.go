@@ -52,7 +52,6 @@ type graph struct {
 	engine
 	sc        *scenarios.Scenario
 	propagate bool // deadline propagation
-	timed     bool // a caller gives up: an edge's timeout, or deadline propagation (see untilOf)
 	observes  bool // a percentile hedge delay observes every copy's latency (see jobSend)
 	report    bool // the run reports its services and edges
 	// waiters: an attempt queued at a replica is its call and tag, its
@@ -155,10 +154,6 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 		for _, s := range svc.steps {
 			g.maxGroup = max(g.maxGroup, len(s.calls))
 		}
-	}
-	g.timed = g.propagate
-	for i := range g.edges {
-		g.timed = g.timed || g.edges[i].policy.Timeout > 0
 	}
 	g.fleet = newFleet(sc, &g.edges[0])
 	// The fleet's requests, which no one cancels, may be tried ahead
