@@ -54,15 +54,7 @@ func BenchmarkCollectAndBuild(b *testing.B) {
 // each, sweep/runs and sweep/engine, and the runs' events and the
 // engine's CPU nanoseconds per event.
 func BenchmarkSweepAgainstItsRuns(b *testing.B) {
-	sc, err := scenarios.Load("../scenarios/aws-occ-10.yaml")
-	if err != nil {
-		b.Fatal(err)
-	}
-	var values []string
-	for n := 10; n <= 190; n += 10 {
-		values = append(values, strconv.Itoa(n))
-	}
-	vary := []scenarios.Vary{{Path: "workload.requests", Values: values}}
+	sc, vary := awsSweep(b)
 	var sweepCPU, runsCPU, engineCPU time.Duration
 	var events int64
 	for b.Loop() {
@@ -145,6 +137,62 @@ func BenchmarkSweepAgainstItsRuns(b *testing.B) {
 	b.ReportMetric(sweepCPU.Seconds()/engineCPU.Seconds(), "sweep/engine")
 	b.ReportMetric(float64(engineCPU.Nanoseconds())/float64(events), "engine-ns/event")
 	b.ReportMetric(float64(events)/n, "events")
+}
+
+// awsSweep returns aws-occ-10 and the AWS study's sweep of it: 10 to 190
+// clients.
+func awsSweep(b *testing.B) (*scenarios.Scenario, []scenarios.Vary) {
+	sc, err := scenarios.Load("../scenarios/aws-occ-10.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var values []string
+	for n := 10; n <= 190; n += 10 {
+		values = append(values, strconv.Itoa(n))
+	}
+	return sc, []scenarios.Vary{{Path: "workload.requests", Values: values}}
+}
+
+// BenchmarkSweepOneWorker measures the AWS study's sweep (as
+// BenchmarkSweepAgainstItsRuns) run by one worker (--parallel 1), in CPU
+// time, against, in turn, the same runs made one after the other in a
+// plain loop (sim.RunOne). What a worker does between its units (taking
+// the next) shows in sweep/engine: handing each unit over through a
+// channel, which woke a parked worker for each, was a tenth of the sweep.
+func BenchmarkSweepOneWorker(b *testing.B) {
+	sc, vary := awsSweep(b)
+	var sweepCPU, engineCPU time.Duration
+	for b.Loop() {
+		start := cpuTime()
+		plan, err := NewPlan(context.Background(), sc, vary, "", nil)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := plan.Run(context.Background(), b.TempDir(), Options{Parallel: 1}); err != nil {
+			b.Fatal(err)
+		}
+		sweepCPU += cpuTime() - start
+
+		start = cpuTime()
+		for i := range plan.Spec.Points {
+			point, err := plan.Point(i)
+			if err != nil {
+				b.Fatal(err)
+			}
+			for s := range point.Strategies {
+				for r := range point.Runs {
+					if _, err := sim.RunOne(context.Background(), point, s, r, nil, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		}
+		engineCPU += cpuTime() - start
+	}
+	n := float64(b.N)
+	b.ReportMetric(sweepCPU.Seconds()/n, "sweep-cpu-s")
+	b.ReportMetric(engineCPU.Seconds()/n, "engine-cpu-s")
+	b.ReportMetric(sweepCPU.Seconds()/engineCPU.Seconds(), "sweep/engine")
 }
 
 // cpuTime is the process's CPU time so far, user and system.
