@@ -383,7 +383,13 @@ func TestTheCommandKeepsAHeapFloor(t *testing.T) {
 	capped := heapGoals(t, "", "sweep", "../../scenarios/aws-occ-10.yaml", "--vary", "workload.requests=10,20,30,40", "--max-memory", "64MB", "-q", "--out", filepath.Join(t.TempDir(), "sweep"))
 	t.Logf("heap goals under --max-memory 64MB: %v MiB", capped)
 	require.NotEmpty(t, capped)
-	assert.InDelta(t, 16, slices.Min(capped), 1, "the floor bounded, not gone")
+	// The goal follows the floor a collection late: GOGC is set after
+	// each one, from the live heap then, and a collection that starts
+	// before that, its live heap smaller, gets a goal a little below the
+	// floor (14 MiB once in [16 17 16 17 14 17 17 16]). Without the floor
+	// the goals start at 4 MiB; unbounded, the floor is 32. (The outputs,
+	// built at the end, hold more: their goals are twice that.)
+	assert.InDelta(t, 16, slices.Min(capped), 4, "the floor bounded to 16 MiB, not gone (4) nor 32")
 }
 
 // mustRead returns the file's text.
