@@ -80,11 +80,7 @@ func BenchmarkSweepAgainstItsRuns(b *testing.B) {
 		sweepCPU += cpuTime() - start
 
 		start = cpuTime()
-		for i := range plan.Spec.Points {
-			point, err := plan.Point(i)
-			if err != nil {
-				b.Fatal(err)
-			}
+		for _, point := range points(b, plan) {
 			res, err := sim.Run(context.Background(), point, sim.Options{})
 			if err != nil {
 				b.Fatal(err)
@@ -94,36 +90,22 @@ func BenchmarkSweepAgainstItsRuns(b *testing.B) {
 		runsCPU += cpuTime() - start
 
 		start = cpuTime()
-		next := make(chan int)
+		next := make(chan *scenarios.Scenario)
 		var wg sync.WaitGroup
 		var mu sync.Mutex
 		for range runtime.GOMAXPROCS(0) {
 			wg.Go(func() {
 				var n int64
-				for i := range next {
-					point, err := plan.Point(i)
-					if err != nil {
-						b.Error(err)
-						continue
-					}
-					for s := range point.Strategies {
-						for r := range point.Runs {
-							res, err := sim.RunOne(context.Background(), point, s, r, nil, 0)
-							if err != nil {
-								b.Error(err)
-								return
-							}
-							n += res.Events
-						}
-					}
+				for point := range next {
+					n += runUnits(b, point)
 				}
 				mu.Lock()
 				events += n
 				mu.Unlock()
 			})
 		}
-		for i := range plan.Spec.Points {
-			next <- i
+		for _, point := range points(b, plan) {
+			next <- point
 		}
 		close(next)
 		wg.Wait()
@@ -174,18 +156,8 @@ func BenchmarkSweepOneWorker(b *testing.B) {
 		sweepCPU += cpuTime() - start
 
 		start = cpuTime()
-		for i := range plan.Spec.Points {
-			point, err := plan.Point(i)
-			if err != nil {
-				b.Fatal(err)
-			}
-			for s := range point.Strategies {
-				for r := range point.Runs {
-					if _, err := sim.RunOne(context.Background(), point, s, r, nil, 0); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
+		for _, point := range points(b, plan) {
+			runUnits(b, point)
 		}
 		engineCPU += cpuTime() - start
 	}
@@ -193,6 +165,37 @@ func BenchmarkSweepOneWorker(b *testing.B) {
 	b.ReportMetric(sweepCPU.Seconds()/n, "sweep-cpu-s")
 	b.ReportMetric(engineCPU.Seconds()/n, "engine-cpu-s")
 	b.ReportMetric(sweepCPU.Seconds()/engineCPU.Seconds(), "sweep/engine")
+}
+
+// points returns the scenario of each of plan's points.
+func points(b *testing.B, plan *Plan) []*scenarios.Scenario {
+	var all []*scenarios.Scenario
+	for i := range plan.Spec.Points {
+		point, err := plan.Point(i)
+		if err != nil {
+			b.Fatal(err)
+		}
+		all = append(all, point)
+	}
+	return all
+}
+
+// runUnits runs every unit of point alone (sim.RunOne, its results
+// dropped) and returns their events. It may run in a goroutine of its
+// own.
+func runUnits(b *testing.B, point *scenarios.Scenario) int64 {
+	var n int64
+	for s := range point.Strategies {
+		for r := range point.Runs {
+			res, err := sim.RunOne(context.Background(), point, s, r, nil, 0)
+			if err != nil {
+				b.Error(err)
+				return n
+			}
+			n += res.Events
+		}
+	}
+	return n
 }
 
 // cpuTime is the process's CPU time so far, user and system.
