@@ -673,14 +673,7 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		}
 		cl.state = stWaiting
 		if cl.fleetCall() {
-			// countAt(g.now, 1, 0), written out so that it is inlined
-			// (g.now may be past the next sample while an attempt is
-			// made ahead: see tryAhead)
-			if g.now < g.nextSample {
-				g.fleet.delayed++
-			} else {
-				g.countLater(g.now, 1, 0)
-			}
+			g.countAt(g.now, 1, 0)
 		}
 		if t := g.now + d.Wait; g.edges[g.edgeOf(c)].ahead && t < g.horizon {
 			g.tryAhead(c, t)
