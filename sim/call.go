@@ -423,17 +423,12 @@ func (g *graph) sampleOf(t time.Duration) int {
 // dead letters by dead at t: at once where no sample falls between the
 // event being handled and t, else for the samples from t on.
 func (g *graph) countAt(t time.Duration, delayed, dead int) {
-	if t < g.nextSample { // sampleOf(t) == g.sampled
+	k := g.sampleOf(t)
+	switch {
+	case k == g.sampled:
 		g.fleet.delayed += delayed
 		g.fleet.dead += dead
-		return
-	}
-	g.countLater(t, delayed, dead)
-}
-
-// countLater is countAt for t at or after the next sample.
-func (g *graph) countLater(t time.Duration, delayed, dead int) {
-	if k := g.sampleOf(t); k < len(g.run.Series) {
+	case k < len(g.run.Series):
 		if g.later == nil {
 			g.later = make([]sampleChange, len(g.run.Series))
 		}
