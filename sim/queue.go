@@ -337,6 +337,7 @@ type wheelQueue struct {
 	rebuildOps int  // pushes and pops at the last look at all events
 	nRebuild   int  // n at the last look at all events
 	growAt     int  // n that triggers a look on push
+	sideAt     int  // the side's length that triggers one
 	backoff    uint // looks that changed nothing since the last rebuild
 	rebuilds   int  // re-bucketings, ever
 
@@ -363,7 +364,7 @@ func newWheelQueue() *wheelQueue {
 			b[i].next = 0
 		}
 	}
-	q.nChunks, q.nRebuild, q.growAt, q.cur = 1, wheelMinGrow/4, wheelMinGrow, -1
+	q.nChunks, q.nRebuild, q.growAt, q.sideAt, q.cur = 1, wheelMinGrow/4, wheelMinGrow, wheelCheckEvery, -1
 	q.resize(20, wheelMinPageBits, wheelMinRingBits)
 	return q
 }
@@ -415,7 +416,7 @@ func (q *wheelQueue) push(at time.Duration, kind uint8, a, b int32) {
 	}
 	q.seq++
 	q.n++
-	if q.n > q.growAt {
+	if q.n > q.growAt || len(q.side.items) > q.sideAt {
 		q.check()
 	}
 }
@@ -851,17 +852,28 @@ func (q *wheelQueue) check() {
 	if q.winLoads >= 64 || q.winLoads >= 8 && q.winLoaded >= wheelCheckEvery {
 		perSlot = float64(q.winLoaded-q.winTies) / float64(q.winLoads)
 	}
+	// A side heap of an eighth of the pending events: the slot being
+	// served is too wide for the events pushed into it, each of which
+	// then costs a heap's push and pop. (A burst's first fit, from the
+	// few times pending, made it minutes wide: every retry of the
+	// burst's lockstep herd went to side.) Every event in side was
+	// pushed since the last re-bucketing, so one now is amortized too.
+	crowded := len(q.side.items) > max(q.n/8, wheelCheckEvery)
 	poor := perSlot > 0 && (perSlot < wheelTarget/2 || perSlot > 2*wheelTarget) ||
 		q.winMigrated*8 > loaded || // ring too short
 		q.winScanned > 2*loaded || // slots too narrow or ring too large
 		q.n > 4*q.nRebuild || 4*q.n < q.nRebuild
 	q.winLoads, q.winLoaded, q.winTies, q.winMigrated, q.winScanned = 0, 0, 0, 0, 0
 	q.growAt = max(4*q.n, wheelMinGrow)
-	if !poor || q.n == 0 || q.ops()-q.rebuildOps < max(q.n/2, wheelCheckEvery)<<q.backoff {
+	q.sideAt = max(2*len(q.side.items), q.n/8, wheelCheckEvery)
+	if !crowded && (!poor || q.n == 0 || q.ops()-q.rebuildOps < max(q.n/2, wheelCheckEvery)<<q.backoff) {
 		return
 	}
 	shift, spanBits, base := q.fit()
-	if perSlot > 0 {
+	// The loads' distinct times say how wide a slot should be, but
+	// a crowded side says it is too wide already: the loads of a
+	// lockstep herd hold one time each, and would widen it.
+	if perSlot > 0 && !crowded {
 		d := int(math.Round(math.Log2(wheelTarget / perSlot)))
 		shift = uint(min(max(int(q.shift)+d, 0), 62-wheelMaxPageBits))
 	}

@@ -371,6 +371,28 @@ func TestQueueDifferential(t *testing.T) {
 			require.Equal(d.t, uint(wheelMinPageBits), d.wheel().pageBits, "pages of 2000 events")
 			d.drain(0)
 		}},
+		{"lockstep", func(d *diffRun, r *rand.Rand) {
+			// A burst retried in lockstep, its backoff doubling (1, 3,
+			// 7, 15 s...), an event at 30 s beyond it, and now and then
+			// an event at the current time or just after: the herd
+			// crowds side until the wheel re-buckets.
+			for range 30_000 {
+				d.push(time.Second)
+			}
+			d.push(30 * time.Second)
+			for i := 1; d.pop(); i++ {
+				if d.now < 20*time.Second {
+					d.push(d.now + time.Second)
+				}
+				if i%5 == 0 && d.now < 40*time.Second {
+					d.push(time.Duration(r.IntN(2)) * time.Millisecond)
+				}
+				if i%97 == 0 {
+					d.check()
+				}
+			}
+			d.check()
+		}},
 		{"hold-ties", func(d *diffRun, r *rand.Rand) {
 			for range 10_000 {
 				d.push(time.Duration(r.IntN(3)) * time.Millisecond)
@@ -646,6 +668,38 @@ func TestQueueWheelNarrowsWideSlots(t *testing.T) {
 	hold(4 * pending)
 	t.Logf("slots fitted 2^%d ns, widened to 2^%d ns, then 2^%d ns", fitted, fitted+5, q.shift)
 	assert.LessOrEqual(t, q.shift, fitted+1, "the slots narrowed again")
+}
+
+// TestQueueWheelSpreadsALockstepHerd checks that a burst retried in
+// lockstep does not pile into side. 50,000 events at 1 s and one at 30 s
+// (thundering-herd.yaml's exponential strategy: a burst refused at once,
+// the outage's end): fitted to two distinct times, the first slot was
+// 2^37 ns wide, and every retry of the herd, pushed into it before the
+// event at 30 s, went to side, a heap that grew to all 50,000 (a sixth
+// of the strategy's pops came from it, 7% of the file's CPU). A crowded
+// side now makes the wheel re-bucket.
+func TestQueueWheelSpreadsALockstepHerd(t *testing.T) {
+	const pending = 50_000
+	q := newWheelQueue()
+	for i := range pending {
+		q.push(time.Second, 0, int32(i), 0)
+	}
+	q.push(30*time.Second, 1, 0, 0)
+	most, last := 0, time.Duration(0)
+	for {
+		e, ok := q.pop()
+		if !ok {
+			break
+		}
+		require.GreaterOrEqual(t, e.at, last, "pops in time order")
+		last = e.at
+		if k := e.b + 1; e.kind() == 0 && k < 10 {
+			q.push(2*e.at+time.Second, 0, e.a, k) // 1, 3, 7, 15 s...
+		}
+		most = max(most, len(q.side.items))
+	}
+	t.Logf("%d rebuilds; at most %d events in side", q.rebuilds, most)
+	assert.LessOrEqual(t, most, pending/4, "events in side at once")
 }
 
 // TestQueueWheelRunBounded checks that events pushed at the current time,
