@@ -49,7 +49,7 @@ func callBegin(p *strategies.Policy, s *strategies.Sender, q *strategies.Request
 // denied.
 func callDone(p *strategies.Policy, s *strategies.Sender, q *strategies.Request, permit strategies.Permit, now time.Duration,
 	res strategies.Result, r *rand.Rand, fleet *results.Run) strategies.Decision {
-	d := p.Done(s, q, permit, now, res, r)
+	d := p.Done(s, q, permit, now, &res, r)
 	if fleet != nil && d.Reason == strategies.BudgetDenied && p.Budget.HeldByGroup() {
 		fleet.SharedBudgetDenied++
 	}

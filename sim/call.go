@@ -593,10 +593,10 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	}
 	if sd := e.sender(cl.sender); cl.fleetCall() && g.fleet.rates.throttle != nil {
 		r0, on0 := g.fleet.rates.rate(sd)
-		d = e.policy.Done(sd, g.retryState(c), permit, g.now, res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c), permit, g.now, &res, g.rRetry)
 		g.fleet.rates.changed(sd, r0, on0)
 	} else {
-		d = e.policy.Done(sd, g.retryState(c), permit, g.now, res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c), permit, g.now, &res, g.rRetry)
 	}
 	g.setRetryState(c)
 	cl = &g.calls[c]

@@ -191,7 +191,7 @@ func occReference(n int, pol *strategies.Policy, timeout time.Duration, latency 
 		cl := &clients[e.client]
 		decide := func(o strategies.Outcome) {
 			cl.inFlight = false
-			d := pol.Done(nil, &cl.req, strategies.Permit{}, now, strategies.Result{Outcome: o}, rnd)
+			d := pol.Done(nil, &cl.req, strategies.Permit{}, now, &strategies.Result{Outcome: o}, rnd)
 			switch d.Action {
 			case strategies.Retry:
 				push(event{at: now + d.Wait, kind: try, client: e.client})

@@ -64,7 +64,7 @@ func ExamplePolicy() {
 		{Outcome: strategies.Success},
 	} {
 		permit, _, _ := p.Begin(&sender, &req, now, r)
-		d := p.Done(&sender, &req, permit, now, res, r)
+		d := p.Done(&sender, &req, permit, now, &res, r)
 		fmt.Printf("t=%v %v: %v %v\n", now, res.Outcome, d.Action, d.Wait)
 		now += d.Wait
 	}

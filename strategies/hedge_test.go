@@ -68,7 +68,7 @@ func TestAllowHedge(t *testing.T) {
 	for range 2 {
 		var f Request
 		permit, _, _ := p.Begin(&s, &f, 0, r)
-		p.Done(&s, &f, permit, 0, Result{Outcome: ServerError}, r)
+		p.Done(&s, &f, permit, 0, &Result{Outcome: ServerError}, r)
 	}
 	assert.False(t, p.AllowHedge(&s, &q, 0), "2 of 4 tokens left: no more than half")
 
@@ -120,7 +120,7 @@ func TestHedgeSteps(t *testing.T) {
 			var q Request
 			permit, _, ok := p.Begin(&s, &q, w.at, r)
 			require.True(t, ok)
-			p.Done(&s, &q, permit, w.at, Result{Outcome: ServerError}, r)
+			p.Done(&s, &q, permit, w.at, &Result{Outcome: ServerError}, r)
 		case "delay":
 			d, ok := p.HedgeDelay(&s)
 			if w.want == false {

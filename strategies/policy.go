@@ -338,8 +338,12 @@ func (p *Policy) shortCircuit(s *Sender, q *Request, now time.Duration, r *rand.
 
 // Done reports the result of the attempt that Begin permitted, received at
 // now, and decides what happens to the request. It updates the sender's
-// breaker and budget.
-func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, res Result, r *rand.Rand) Decision {
+// breaker and budget. It reads res and keeps nothing of it. (res is a
+// pointer: a Result by value, 40 bytes, went through the stack, and
+// copying the one just built stalled on its stores, as the 16-byte loads
+// of the copy could not take their bytes from them: 4% of the CPU of a
+// simulation of thundering-herd.yaml.)
+func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, res *Result, r *rand.Rand) Decision {
 	o := res.Outcome
 	if p.Breaker != nil {
 		if p.Breaker.Cumulative {
@@ -394,7 +398,7 @@ func (p *Policy) Done(s *Sender, q *Request, permit Permit, now time.Duration, r
 // Retry-After hint or the backoff, as p.RetryAfter.Mode says. A hint that
 // is honored does not advance the backoff sequence, so a later 5xx
 // resumes the exponential sequence where it left off.
-func (p *Policy) wait(q *Request, res Result, r *rand.Rand) time.Duration {
+func (p *Policy) wait(q *Request, res *Result, r *rand.Rand) time.Duration {
 	if res.HasPushback && !p.IgnorePushback {
 		q.Backoff = BackoffState{}
 		return res.Pushback

@@ -17,7 +17,7 @@ func attempt(p *Policy, sd *Sender, q *Request, now time.Duration, res Result, r
 	if !ok {
 		return d
 	}
-	return p.Done(sd, q, permit, now, res, r)
+	return p.Done(sd, q, permit, now, &res, r)
 }
 
 func fail(o Outcome) Result { return Result{Outcome: o} }
@@ -238,7 +238,7 @@ func TestRetryBreakerStopsOnlyRetries(t *testing.T) {
 	assert.False(t, ok, "a retry waits for the breaker")
 	permit, _, ok := p.Begin(&sd, &c, s, r)
 	require.True(t, ok, "a first attempt is never stopped")
-	assert.Equal(t, Deliver, p.Done(&sd, &c, permit, s, Result{Outcome: Success}, r).Action)
+	assert.Equal(t, Deliver, p.Done(&sd, &c, permit, s, &Result{Outcome: Success}, r).Action)
 	assert.Equal(t, BreakerOpen, br.Status(&sd.Breaker, s), "an ungated success does not close the breaker")
 }
 
@@ -298,7 +298,7 @@ func TestPolicyThrottleRejectsLocally(t *testing.T) {
 		var q Request
 		permit, _, ok := p.Begin(&sd, &q, 0, rand.New(fixedSource(math.MaxUint64)))
 		require.True(t, ok)
-		p.Done(&sd, &q, permit, 0, fail(ServerError), r)
+		p.Done(&sd, &q, permit, 0, &Result{Outcome: ServerError}, r)
 	}
 	low := rand.New(fixedSource(0))
 	var q Request

@@ -180,19 +180,19 @@ func TestPolicyEnvoyFleetBudget(t *testing.T) {
 	require.True(t, ok)
 	pc, _, ok := p.Begin(&c, &qc, 0, r)
 	require.True(t, ok)
-	assert.Equal(t, strategies.Retry, p.Done(&a, &qa, pa, 0, strategies.Result{Outcome: strategies.ServerError}, r).Action)
+	assert.Equal(t, strategies.Retry, p.Done(&a, &qa, pa, 0, &strategies.Result{Outcome: strategies.ServerError}, r).Action)
 	assert.Equal(t, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.BudgetDenied},
-		p.Done(&c, &qc, pc, 0, strategies.Result{Outcome: strategies.ServerError}, r), "the pair's one retry is out")
+		p.Done(&c, &qc, pc, 0, &strategies.Result{Outcome: strategies.ServerError}, r), "the pair's one retry is out")
 	pa, _, ok = p.Begin(&a, &qa, time.Second, r)
 	require.True(t, ok)
-	assert.Equal(t, strategies.Deliver, p.Done(&a, &qa, pa, time.Second, strategies.Result{}, r).Action)
+	assert.Equal(t, strategies.Deliver, p.Done(&a, &qa, pa, time.Second, &strategies.Result{}, r).Action)
 	assert.Equal(t, int64(1), b.RetriesAllowed(a.Shared(), time.Second), "the retry ended: its place is free")
 
 	// A request abandoned in its backoff gives its place back.
 	var qd strategies.Request
 	pd, _, ok := p.Begin(&c, &qd, 2*time.Second, r)
 	require.True(t, ok)
-	require.Equal(t, strategies.Retry, p.Done(&c, &qd, pd, 2*time.Second, strategies.Result{Outcome: strategies.Timeout}, r).Action)
+	require.Equal(t, strategies.Retry, p.Done(&c, &qd, pd, 2*time.Second, &strategies.Result{Outcome: strategies.Timeout}, r).Action)
 	assert.Zero(t, b.RetriesAllowed(a.Shared(), 2*time.Second))
 	p.Cancel(&c, &qd, false)
 	assert.Equal(t, int64(1), b.RetriesAllowed(a.Shared(), 2*time.Second))
