@@ -189,7 +189,11 @@ func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
 			g.expire(c, cl.tag)
 			return
 		}
-		g.reply(c, cl.tag, o, false)
+		// Answered as it was sent, without a network delay: its
+		// caller waits for it still (try makes no attempt past its
+		// deadline, and a timeout ends after the attempt's start), so
+		// the answer's response is its outcome.
+		g.outcome(c, o)
 		return
 	}
 	if g.waiters && !s.room(g.now, r) {
