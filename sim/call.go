@@ -342,7 +342,8 @@ func (g *graph) nextID() uint32 {
 // to the replica the callee's balancer picks.
 func (g *graph) try(c int32) {
 	cl := &g.calls[c]
-	e := &g.edges[g.edgeOf(c)]
+	ei := g.edgeOf(c)
+	e := &g.edges[ei]
 	if g.fleet.workers > 0 && cl.fleetCall() && cl.flags&flagWorker == 0 {
 		if !g.fleet.pools[cl.sender].Acquire(c, g.fleet.workers, g.next) {
 			cl.state = stQueued
@@ -354,7 +355,8 @@ func (g *graph) try(c int32) {
 		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 		return
 	}
-	if s := &g.services[e.callee]; s.cache != nil && g.lookup(s, c) {
+	s := &g.services[e.callee]
+	if s.cache != nil && g.lookup(s, c) {
 		return
 	}
 	permit, d, ok := e.policy.Begin(e.sender(cl.sender), g.retryState(c), g.now, g.rRetry)
@@ -389,7 +391,7 @@ func (g *graph) try(c int32) {
 		g.copies[c] = callCopies{base: cl.tag + 1}
 		g.scheduleHedge(c)
 	}
-	g.sendCopy(c)
+	g.sendCopy(c, ei, s)
 }
 
 // tryAhead makes fleet request c's next attempt, due at t when its
@@ -438,14 +440,12 @@ func (g *graph) countAt(t time.Duration, delayed, dead int) {
 }
 
 // sendCopy sends a copy of call c's attempt in flight now (its first,
-// or a hedge) to the replica the callee's balancer picks.
-func (g *graph) sendCopy(c int32) {
+// or a hedge) on its edge ei to the replica the callee, s, picks.
+func (g *graph) sendCopy(c, ei int32, s *service) {
 	cl := &g.calls[c]
-	e := &g.edges[g.edgeOf(c)]
-	g.run.Edges[g.edgeOf(c)].Attempts++
+	g.run.Edges[ei].Attempts++
 	cl.tag++
 	cl.sentAt = g.now
-	s := &g.services[e.callee]
 	if s.occ {
 		g.occSend(c)
 		return
@@ -454,10 +454,10 @@ func (g *graph) sendCopy(c int32) {
 	g.sentTo(c, r)
 	s.replicas[r].outstanding++
 	if g.latency.zero() && g.copies == nil {
-		g.arriveAtOnce(c, s, int32(e.callee), r)
+		g.arriveAtOnce(c, s, s.index, r)
 		return
 	}
-	j := g.newJob(c, cl.tag, int32(e.callee), r, g.now)
+	j := g.newJob(c, cl.tag, s.index, r, g.now)
 	if g.copies != nil {
 		cp := &g.copies[c]
 		k := cp.sent
@@ -567,7 +567,8 @@ func (g *graph) response(c, tag int32, o strategies.Outcome) {
 func (g *graph) outcome(c int32, o strategies.Outcome) {
 	cl := &g.calls[c]
 	e := &g.edges[g.edgeOf(c)]
-	s := g.copyCounted(c, o)
+	s := &g.services[e.callee]
+	g.copyCounted(c, s, o)
 	res := strategies.Result{Outcome: o}
 	var hint uint32
 	if g.hints != nil {
@@ -609,12 +610,11 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 }
 
 // copyCounted counts the answer o to call c's copy in flight (its
-// replica cl.replica, its arrival cl.arrived): no longer outstanding
-// there, seen by outlier detection, classified in its bucket, and a
-// success fills the cache. It returns the service called.
-func (g *graph) copyCounted(c int32, o strategies.Outcome) *service {
+// replica cl.replica, its arrival cl.arrived) at service s: no longer
+// outstanding there, seen by outlier detection, classified in its
+// bucket, and a success fills the cache.
+func (g *graph) copyCounted(c int32, s *service, o strategies.Outcome) {
 	cl := &g.calls[c]
-	s := &g.services[g.edges[g.edgeOf(c)].callee]
 	r := g.replicaOf(c)
 	s.replicas[r].outstanding--
 	s.observe(g.now, r, o)
@@ -631,7 +631,6 @@ func (g *graph) copyCounted(c int32, o strategies.Outcome) *service {
 	if o == strategies.Success && s.cache != nil && g.keys[c] >= 0 {
 		s.cache.Fill(g.now, g.keys[c], g.rCache)
 	}
-	return s
 }
 
 // classify counts the result o of an attempt in the bucket it arrived
@@ -669,10 +668,11 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		cl.state = stWaiting
 		if cl.fleetCall() {
 			g.countAt(g.now, 1, 0)
-		}
-		if t := g.now + d.Wait; g.edges[g.edgeOf(c)].ahead && t < g.horizon {
-			g.tryAhead(c, t)
-			return
+			// Only the fleet's edge, 0, may try ahead.
+			if t := g.now + d.Wait; g.edges[0].ahead && t < g.horizon {
+				g.tryAhead(c, t)
+				return
+			}
 		}
 		g.q.push(g.now+d.Wait, gTry, c, cl.tag)
 	case strategies.DeadLetter:

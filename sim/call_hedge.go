@@ -69,7 +69,8 @@ func (g *graph) hedgeDue(c, base int32) {
 	if cl.state != stInFlight || cl.flags&flagCached != 0 || cp.base != base || cp.done == 1<<cp.sent-1 {
 		return
 	}
-	e := &g.edges[g.edgeOf(c)]
+	ei := g.edgeOf(c)
+	e := &g.edges[ei]
 	ok := e.policy.AllowHedge(e.sender(cl.sender), g.retryState(c), g.now)
 	g.setRetryState(c)
 	if !ok {
@@ -78,7 +79,7 @@ func (g *graph) hedgeDue(c, base int32) {
 	if cl.fleetCall() {
 		g.run.Hedges++
 	}
-	g.sendCopy(c)
+	g.sendCopy(c, ei, &g.services[e.callee])
 	g.scheduleHedge(c)
 }
 
@@ -109,7 +110,7 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 	g.sentTo(c, cp.replica[k])
 	cl.arrived = cp.arrived[k]
 	if o != strategies.Success && bits.OnesCount8(cp.done) < int(cp.sent) {
-		g.copyCounted(c, o) // another copy may still succeed
+		g.copyCounted(c, &g.services[e.callee], o) // another copy may still succeed
 		return
 	}
 	if o == strategies.Success && k > 0 && cl.fleetCall() {
