@@ -247,7 +247,7 @@ func (f *fleet) replay(g *graph, k int32) {
 // delivered or given up. The worker goes to the request that has waited
 // longest for one, which is tried now.
 func (f *fleet) free(g *graph, c int32, d strategies.Decision) {
-	if g.calls[c].flags&flagWorker != 0 {
+	if f.workers > 0 && g.calls[c].flags&flagWorker != 0 {
 		f.release(g, c, d) // a call, not inlined: most requests hold no worker
 	}
 }

@@ -30,6 +30,7 @@ type service struct {
 	downs, slows []window
 
 	stats  *results.ServiceRun // without a series where the run does not report it
+	series bool                // stats has a series
 	queues results.Bucket      // the queue figures of the last bucket sampled
 	cache  *Cache              // nil without one
 	// occ: the service is a single row under optimistic concurrency
@@ -193,6 +194,7 @@ func newService(cfg *scenarios.Service, buckets int, series bool) service {
 	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
 	if series {
 		s.stats.Series = make([]results.Bucket, buckets)
+		s.series = true
 	}
 	if cfg.Cache != nil {
 		s.stats.Cache = make([]results.CacheBucket, buckets)
@@ -435,23 +437,24 @@ func (s *service) hint(now time.Duration, r int) uint32 {
 	return uint32(retryAfterHeader(wait, s.format, now)) + 1
 }
 
-// count adds to the service's and the replica's counts.
+// count adds to the service's and the replica's counts (a replica keeps
+// its own where there are several).
 func (s *service) count(r int32, f func(*results.ServiceRun)) {
 	f(s.stats)
-	if st := s.replicas[r].stats; st != nil {
-		f(st)
+	if len(s.replicas) > 1 {
+		f(s.replicas[r].stats)
 	}
 }
 
 // bucket adds to the service's and the replica's bucket k (where it
 // keeps a series).
 func (s *service) bucket(r int32, k int, f func(*results.Bucket)) {
-	if s.stats.Series == nil {
+	if !s.series {
 		return
 	}
 	f(&s.stats.Series[k])
-	if st := s.replicas[r].stats; st != nil {
-		f(&st.Series[k])
+	if len(s.replicas) > 1 {
+		f(&s.replicas[r].stats.Series[k])
 	}
 }
 
