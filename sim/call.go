@@ -425,6 +425,18 @@ func (g *graph) sampleOf(t time.Duration) int {
 // dead letters by dead at t: at once where no sample falls between the
 // event being handled and t, else for the samples from t on.
 func (g *graph) countAt(t time.Duration, delayed, dead int) {
+	if t < g.nextSample {
+		g.fleet.delayed += delayed
+		g.fleet.dead += dead
+		return
+	}
+	g.countLater(t, delayed, dead)
+}
+
+// countLater is countAt for any t; countAt calls it where a sample falls
+// between the event being handled and t (a call, kept out of countAt so
+// that countAt is inlined).
+func (g *graph) countLater(t time.Duration, delayed, dead int) {
 	k := g.sampleOf(t)
 	switch {
 	case k == g.sampled:
