@@ -413,10 +413,13 @@ func (q *wheelQueue) push(at time.Duration, kind uint8, a, b int32) {
 		dst.at, dst.sk, dst.a, dst.b = at, q.seq<<8|uint64(kind), a, b
 	} else {
 		q.placeNear(newEvent(at, q.seq, kind, a, b))
+		if len(q.side.items) > q.sideAt {
+			q.check() // side is crowded (only placeNear adds to it)
+		}
 	}
 	q.seq++
 	q.n++
-	if q.n > q.growAt || len(q.side.items) > q.sideAt {
+	if q.n > q.growAt {
 		q.check()
 	}
 }

@@ -30,7 +30,6 @@ type service struct {
 	downs, slows []window
 
 	stats  *results.ServiceRun // without a series where the run does not report it
-	series bool                // stats has a series
 	queues results.Bucket      // the queue figures of the last bucket sampled
 	cache  *Cache              // nil without one
 	// occ: the service is a single row under optimistic concurrency
@@ -194,7 +193,6 @@ func newService(cfg *scenarios.Service, buckets int, series bool) service {
 	s.stats = &results.ServiceRun{Name: cfg.Name, Replica: -1, Capacity: capacity * float64(cfg.Replicas), Concurrency: conc * cfg.Replicas}
 	if series {
 		s.stats.Series = make([]results.Bucket, buckets)
-		s.series = true
 	}
 	if cfg.Cache != nil {
 		s.stats.Cache = make([]results.CacheBucket, buckets)
@@ -449,7 +447,7 @@ func (s *service) count(r int32, f func(*results.ServiceRun)) {
 // bucket adds to the service's and the replica's bucket k (where it
 // keeps a series).
 func (s *service) bucket(r int32, k int, f func(*results.Bucket)) {
-	if !s.series {
+	if s.stats.Series == nil {
 		return
 	}
 	f(&s.stats.Series[k])
