@@ -214,34 +214,34 @@ func (cl *call) fleetCall() bool { return cl.flags&flagFleet != 0 }
 // addCall appends a call, and its sides, and returns its index.
 func (g *graph) addCall() int32 {
 	c := int32(len(g.calls))
-	g.calls = push(g.calls, call{})
-	g.created = push(g.created, g.now)
+	push(&g.calls, call{})
+	push(&g.created, g.now)
 	if g.copies != nil {
-		g.copies = push(g.copies, callCopies{})
+		push(&g.copies, callCopies{})
 	}
 	if g.memory != nil {
-		g.memory = push(g.memory, retryMemory{})
+		push(&g.memory, retryMemory{})
 	}
 	if g.permits != nil {
-		g.permits = push(g.permits, strategies.Permit{})
+		push(&g.permits, strategies.Permit{})
 	}
 	if g.links != nil {
-		g.links = push(g.links, callLink{deadline: noDeadline, outer: noDeadline, job: -1, sibling: -1})
+		push(&g.links, callLink{deadline: noDeadline, outer: noDeadline, job: -1, sibling: -1})
 	}
 	if g.keys != nil {
-		g.keys = push(g.keys, -1)
+		push(&g.keys, -1)
 	}
 	if g.reads != nil {
-		g.reads = push(g.reads, 0)
+		push(&g.reads, 0)
 	}
 	if g.next != nil {
-		g.next = push(g.next, -1)
+		push(&g.next, -1)
 	}
 	if g.replicas != nil {
-		g.replicas = push(g.replicas, 0)
+		push(&g.replicas, 0)
 	}
 	if g.hints != nil {
-		g.hints = push(g.hints, 0)
+		push(&g.hints, 0)
 	}
 	return c
 }

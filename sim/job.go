@@ -17,15 +17,15 @@ func (g *graph) newJob(c, tag, svc, r int32, sentAt time.Duration) int32 {
 		g.freeJobs = g.freeJobs[:n-1]
 	} else {
 		j = int32(len(g.jobs))
-		g.jobs = push(g.jobs, job{})
+		push(&g.jobs, job{})
 		if g.propagate {
-			g.jobDeadlines = push(g.jobDeadlines, noDeadline)
+			push(&g.jobDeadlines, noDeadline)
 		}
 		if g.observes {
-			g.jobSends = push(g.jobSends, jobSend{})
+			push(&g.jobSends, jobSend{})
 		}
 		for range g.maxGroup {
-			g.tallies = push(g.tallies, tally{})
+			push(&g.tallies, tally{})
 		}
 	}
 	cl := &g.calls[c]
