@@ -33,6 +33,23 @@ func TestExponentialAt(t *testing.T) {
 	assert.Equal(t, time.Duration(math.MaxInt64), Exponential{Base: s}.At(200), "no cap saturates, never overflows")
 }
 
+// TestExpoDoublesExactlyAsLdexp checks the doubling's fast path against
+// math.Ldexp, which it stands in for where k < 64: the same bits for
+// every base, cap and k, so that no run's backoffs move.
+func TestExpoDoublesExactlyAsLdexp(t *testing.T) {
+	bases := []time.Duration{1, 3, 7 * ms, 100 * ms, s, 1234567891, time.Hour, math.MaxInt64 / 3, math.MaxInt64}
+	for _, b := range bases {
+		for _, c := range []time.Duration{0, 60 * s, math.MaxInt64} {
+			for k := range 140 {
+				for _, m := range []float64{0, 2} {
+					want := capped(math.Ldexp(float64(b), k), c)
+					require.Equal(t, want, expo(b, c, m, k), "b=%d c=%d k=%d m=%v", b, c, k, m)
+				}
+			}
+		}
+	}
+}
+
 func TestJitterFormulasAtPinnedSamples(t *testing.T) {
 	tests := []struct {
 		name string
