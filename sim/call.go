@@ -700,7 +700,7 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 // startStep starts the calls of step st of job j, each with the share of
 // requests that make it, and reports whether any was made (the job then
 // waits for them).
-func (g *graph) startStep(j int32, st step) bool {
+func (g *graph) startStep(j int32, st *step) bool {
 	jb := &g.jobs[j]
 	s := &g.services[jb.svc]
 	var buf [8]int32
@@ -786,6 +786,13 @@ func (g *graph) cancelRest(j int32, slot int16) {
 // are abandoned (their work goes on, for no one), backoffs are not
 // waited out, and the calls' places are freed.
 func (g *graph) cancelCalls(j int32) {
+	if g.jobs[j].calls >= 0 {
+		g.cancelEach(j)
+	}
+}
+
+// cancelEach is cancelCalls for a job with calls.
+func (g *graph) cancelEach(j int32) {
 	jb := &g.jobs[j]
 	for c := jb.calls; c >= 0; {
 		cl := &g.calls[c]

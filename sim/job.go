@@ -108,8 +108,14 @@ func (g *graph) freeJob(j int32) {
 func (g *graph) waiting(j int32) (waiting, same bool) {
 	jb := &g.jobs[j]
 	cl := &g.calls[jb.call]
-	same = g.callID(jb.call) == jb.id && cl.state != stFree
+	same = g.sameCall(jb, cl)
 	return same && g.live(cl, jb.call, jb.tag), same
+}
+
+// sameCall reports whether call cl, in job jb's call's place, is still
+// the one that sent it.
+func (g *graph) sameCall(jb *job, cl *call) bool {
+	return g.callID(jb.call) == jb.id && cl.state != stFree
 }
 
 // answer frees job j and sends its answer o to its caller.
@@ -368,12 +374,14 @@ func (g *graph) start(j int32) bool {
 		g.freeJob(j) // no answer
 		return false
 	}
-	waiting, same := g.waiting(j)
-	if s.cfg.DropExpired && !waiting {
-		g.freeJob(j)
-		return false
+	if s.cfg.DropExpired {
+		if waiting, _ := g.waiting(j); !waiting {
+			g.freeJob(j)
+			return false
+		}
 	}
 	cl := &g.calls[jb.call]
+	same := g.sameCall(jb, cl)
 	if s.cfg.Idempotency && same && cl.flags&flagStarted != 0 {
 		g.answer(j, cachedOutcome(cl.flags))
 		return false
@@ -407,7 +415,7 @@ func (g *graph) proceed(j int32) {
 			g.endJob(j, strategies.Success)
 			return
 		}
-		st := s.steps[jb.step]
+		st := &s.steps[jb.step]
 		if st.work {
 			d := s.service.sample(g.rServe) + s.slowdown(s.replicas[jb.replica].busy-1)
 			if f := s.slow(g.now, int(jb.replica)); f != 1 {
@@ -471,7 +479,10 @@ func (g *graph) workDone(j int32) {
 			g.run.Wasted++
 		}
 	}
-	jb.step++
+	if jb.step++; int(jb.step) == len(s.steps) {
+		g.endJob(j, strategies.Success) // what proceed would do: no step left
+		return
+	}
 	g.proceed(j)
 }
 
