@@ -248,10 +248,10 @@ func (j DecorrelatedJitterV2) Next(s *BackoffState, r *rand.Rand) time.Duration 
 // saturate at the cap instead of overflowing.
 func expo(b, c time.Duration, m float64, k int) time.Duration {
 	if m == 0 || m == 2 {
-		if uint(k) < 64 {
-			// b * 2^k, exactly: what math.Ldexp returns, a quarter of
-			// the instructions, and k is small in every run.
-			return capped(float64(b)*float64(uint64(1)<<k), c)
+		if uint(k) < 63 {
+			// b * 2^k, exactly: what math.Ldexp returns, for a
+			// quarter of the instructions.
+			return capped(float64(b)*float64(int64(1)<<k), c)
 		}
 		return capped(math.Ldexp(float64(b), k), c)
 	}
