@@ -460,9 +460,9 @@ func floorHolds(pending int, holds int64) time.Duration {
 	var loads uint64
 	return timeHolds(pending, holds, func(i int) {
 		e, _ := q.pop()
-		if run, l := q.upcoming(); l != loads {
+		if l := q.loaded(); l != loads {
 			loads = l
-			prefetchGraph(run, base, pending, nil, nil, 0, ^uint64(0), 0, 0)
+			prefetchGraph(q.upcoming(), base, pending, nil, nil, 0, ^uint64(0), 0, 0)
 			prefetchGraph(q.following(), base, pending, nil, nil, 0, ^uint64(0), 0, 0)
 		}
 		r := &reqs[e.a]

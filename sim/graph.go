@@ -289,16 +289,20 @@ func (g *graph) handle(e event) {
 // the event queue has just loaded, and of the run after it, so that the
 // cache misses of a million randomly touched calls overlap instead of
 // stalling the engine one after the other.
+//
+// It is called for every event, and inlined: only a run just loaded
+// costs a call.
 func (g *graph) prefetchRun() {
-	if !canPrefetch || len(g.calls) < prefetchFrom {
-		return // they stay in cache
+	if !canPrefetch || len(g.calls) < prefetchFrom || g.q.loaded() == g.loads {
+		return // they stay in cache, or were fetched when the run was loaded
 	}
-	run, loads := g.q.upcoming()
-	if loads == g.loads {
-		return
-	}
-	g.loads = loads
-	g.prefetchEvents(run)
+	g.prefetchLoaded()
+}
+
+// prefetchLoaded is prefetchRun for a run the queue has just loaded.
+func (g *graph) prefetchLoaded() {
+	g.loads = g.q.loaded()
+	g.prefetchEvents(g.q.upcoming())
 	g.prefetchEvents(g.q.following())
 }
 

@@ -454,12 +454,14 @@ func (q *wheelQueue) popSlow() (e event, ok bool) {
 func (q *wheelQueue) len() int { return q.n }
 
 // upcoming returns the events of the sorted run being served that are
-// still to come, and a number that changes whenever a new run is loaded.
-// It is a hint for prefetching, not a promise of order: events pushed
-// since may come first. The slice must not be changed.
-func (q *wheelQueue) upcoming() ([]event, uint64) {
-	return q.run[q.runPos:], q.loads
+// still to come. It is a hint for prefetching, not a promise of order:
+// events pushed since may come first. The slice must not be changed.
+func (q *wheelQueue) upcoming() []event {
+	return q.run[q.runPos:]
 }
+
+// loaded returns a number that changes whenever a new run is loaded.
+func (q *wheelQueue) loaded() uint64 { return q.loads }
 
 // following returns the events that were spread into the next occupied
 // slot of the current page, after the run being served: those the run
