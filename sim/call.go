@@ -211,7 +211,11 @@ func (g *graph) sentTo(c, r int32) {
 // fleetCall reports whether call cl is a request of the fleet.
 func (cl *call) fleetCall() bool { return cl.flags&flagFleet != 0 }
 
-// addCall appends a call, and its sides, and returns its index.
+// addCall appends a call, and its sides, and returns its index. It may
+// move the calls: a *call handed from function to function along an
+// attempt's path (try, sendCopy, arriveAtOnce, outcomeAt, decide) is
+// taken anew after anything that can make a call (a job's step, whose
+// calls newCall makes).
 func (g *graph) addCall() int32 {
 	c := int32(len(g.calls))
 	push(&g.calls, call{})
@@ -338,10 +342,9 @@ func (g *graph) nextID() uint32 {
 	return g.ids
 }
 
-// try makes call c's next attempt at now, through its edge's breaker,
-// to the replica the callee's balancer picks.
-func (g *graph) try(c int32) {
-	cl := &g.calls[c]
+// try makes call c's (cl's) next attempt at now, through its edge's
+// breaker, to the replica the callee's balancer picks.
+func (g *graph) try(c int32, cl *call) {
 	ei := g.edgeOf(c)
 	e := &g.edges[ei]
 	if g.fleet.workers > 0 && cl.fleetCall() && cl.flags&flagWorker == 0 {
@@ -352,7 +355,7 @@ func (g *graph) try(c int32) {
 		cl.flags |= flagWorker
 	}
 	if g.propagate && g.now >= g.deadline(c) {
-		g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
+		g.decide(c, cl, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 		return
 	}
 	s := &g.services[e.callee]
@@ -374,7 +377,7 @@ func (g *graph) try(c int32) {
 			}
 		}
 		g.fleet.free(g, c, d)
-		g.decide(c, d)
+		g.decide(c, cl, d)
 		return
 	}
 	if g.permits != nil {
@@ -391,7 +394,7 @@ func (g *graph) try(c int32) {
 		g.copies[c] = callCopies{base: cl.tag + 1}
 		g.scheduleHedge(c)
 	}
-	g.sendCopy(c, ei, s)
+	g.sendCopy(c, cl, ei, s)
 }
 
 // tryAhead makes fleet request c's next attempt, due at t when its
@@ -406,7 +409,7 @@ func (g *graph) tryAhead(c int32, t time.Duration) {
 	g.countAt(t, -1, 0)
 	now := g.now
 	g.now = t
-	g.try(c)
+	g.try(c, &g.calls[c])
 	g.now = now
 }
 
@@ -451,10 +454,9 @@ func (g *graph) countLater(t time.Duration, delayed, dead int) {
 	}
 }
 
-// sendCopy sends a copy of call c's attempt in flight now (its first,
-// or a hedge) on its edge ei to the replica the callee, s, picks.
-func (g *graph) sendCopy(c, ei int32, s *service) {
-	cl := &g.calls[c]
+// sendCopy sends a copy of call c's (cl's) attempt in flight now (its
+// first, or a hedge) on its edge ei to the replica the callee, s, picks.
+func (g *graph) sendCopy(c int32, cl *call, ei int32, s *service) {
 	g.run.Edges[ei].Attempts++
 	cl.tag++
 	cl.sentAt = g.now
@@ -466,7 +468,7 @@ func (g *graph) sendCopy(c, ei int32, s *service) {
 	g.sentTo(c, r)
 	s.replicas[r].outstanding++
 	if g.latency.zero() && g.copies == nil {
-		g.arriveAtOnce(c, s, s.index, r)
+		g.arriveAtOnce(c, cl, &g.edges[ei], s, r)
 		return
 	}
 	j := g.newJob(c, cl.tag, s.index, r, g.now)
@@ -577,10 +579,14 @@ func (g *graph) response(c, tag int32, o strategies.Outcome) {
 // outcome is the caller of call c learning that its attempt in flight
 // came to o.
 func (g *graph) outcome(c int32, o strategies.Outcome) {
-	cl := &g.calls[c]
 	e := &g.edges[g.edgeOf(c)]
-	s := &g.services[e.callee]
-	g.copyCounted(c, s, o)
+	g.outcomeAt(c, e, &g.services[e.callee], o)
+}
+
+// outcomeAt is outcome for a call on edge e, to service s.
+func (g *graph) outcomeAt(c int32, e *edge, s *service, o strategies.Outcome) {
+	cl := &g.calls[c]
+	g.copyCounted(c, cl, s, o)
 	res := strategies.Result{Outcome: o}
 	var hint uint32
 	if g.hints != nil {
@@ -618,15 +624,14 @@ func (g *graph) outcome(c int32, o strategies.Outcome) {
 	}
 	cl.state = stWaiting
 	g.fleet.free(g, c, d)
-	g.decide(c, d)
+	g.decide(c, cl, d)
 }
 
-// copyCounted counts the answer o to call c's copy in flight (its
+// copyCounted counts the answer o to call c's (cl's) copy in flight (its
 // replica cl.replica, its arrival cl.arrived) at service s: no longer
 // outstanding there, seen by outlier detection, classified in its
 // bucket, and a success fills the cache.
-func (g *graph) copyCounted(c int32, s *service, o strategies.Outcome) {
-	cl := &g.calls[c]
+func (g *graph) copyCounted(c int32, cl *call, s *service, o strategies.Outcome) {
 	r := g.replicaOf(c)
 	s.replicas[r].outstanding--
 	s.observe(g.now, r, o)
@@ -659,9 +664,8 @@ func classify(b *results.Bucket, o strategies.Outcome) {
 	}
 }
 
-// decide carries out the decision d about call c.
-func (g *graph) decide(c int32, d strategies.Decision) {
-	cl := &g.calls[c]
+// decide carries out the decision d about call c (cl).
+func (g *graph) decide(c int32, cl *call, d strategies.Decision) {
 	switch d.Action {
 	case strategies.Deliver:
 		cl.state = stDelivered
@@ -674,7 +678,7 @@ func (g *graph) decide(c int32, d strategies.Decision) {
 		if g.propagate && g.now+d.Wait >= g.deadline(c) {
 			// The retry would start after the deadline: no one would
 			// wait for its answer.
-			g.decide(c, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
+			g.decide(c, cl, strategies.Decision{Action: strategies.DeadLetter, Reason: strategies.MaxElapsed})
 			return
 		}
 		cl.state = stWaiting
@@ -731,7 +735,7 @@ func (g *graph) startStep(j int32, st *step) bool {
 		if g.calls[c].state != stWaiting {
 			continue // cancelled: its call had its quorum
 		}
-		g.try(c)
+		g.try(c, &g.calls[c])
 	}
 	return true
 }

@@ -79,7 +79,7 @@ func (g *graph) hedgeDue(c, base int32) {
 	if cl.fleetCall() {
 		g.run.Hedges++
 	}
-	g.sendCopy(c, ei, &g.services[e.callee])
+	g.sendCopy(c, cl, ei, &g.services[e.callee])
 	g.scheduleHedge(c)
 }
 
@@ -110,14 +110,14 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 	g.sentTo(c, cp.replica[k])
 	cl.arrived = cp.arrived[k]
 	if o != strategies.Success && bits.OnesCount8(cp.done) < int(cp.sent) {
-		g.copyCounted(c, &g.services[e.callee], o) // another copy may still succeed
+		g.copyCounted(c, cl, &g.services[e.callee], o) // another copy may still succeed
 		return
 	}
 	if o == strategies.Success && k > 0 && cl.fleetCall() {
 		g.run.HedgeWins++
 	}
 	g.dropCopies(c, e.policy.Hedge != nil && e.policy.Hedge.Cancel)
-	g.outcome(c, o)
+	g.outcomeAt(c, e, &g.services[e.callee], o)
 }
 
 // dropCopies gives up call c's copies still out, its attempt decided:

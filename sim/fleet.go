@@ -172,7 +172,7 @@ func (f *fleet) newRequestFrom(g *graph, s int32) {
 		g.keys[c] = g.key(g.target)
 	}
 	f.arrived++
-	g.try(c)
+	g.try(c, &g.calls[c])
 }
 
 // delivered counts fleet request c delivered now.
@@ -236,7 +236,7 @@ func (f *fleet) replay(g *graph, k int32) {
 	g.setRetryState(c)
 	g.calls[c].state = stWaiting
 	g.run.Replayed++
-	g.try(c)
+	g.try(c, &g.calls[c])
 	gap := time.Duration(float64(time.Second) / g.sc.DLQ.Replay.Rate)
 	g.q.push(g.now+gap, gReplay, k+1, 0)
 }

@@ -227,7 +227,7 @@ func (g *graph) handle(e event) {
 			if c.fleetCall() {
 				g.fleet.delayed--
 			}
-			g.try(e.a)
+			g.try(e.a, c)
 		}
 	case gAtService:
 		if j := &g.jobs[e.a]; j.gen == e.b {
@@ -266,7 +266,7 @@ func (g *graph) handle(e event) {
 	case gReplay:
 		g.fleet.replay(g, e.a)
 	case gWorker:
-		g.try(e.a)
+		g.try(e.a, &g.calls[e.a])
 	case gWarmup:
 		g.services[e.a].startQueued(g, e.b)
 	case gFlush:
@@ -274,7 +274,7 @@ func (g *graph) handle(e event) {
 	case gCacheHit:
 		if c := &g.calls[e.a]; c.state == stInFlight && c.tag == e.b {
 			c.state = stWaiting
-			g.decide(e.a, strategies.Decision{Action: strategies.Deliver})
+			g.decide(e.a, c, strategies.Decision{Action: strategies.Deliver})
 		}
 	case gOutageEnd:
 		backlog := int64(g.fleet.arrived) - g.run.Delivered - int64(g.fleet.dead)

@@ -181,11 +181,11 @@ func (g *graph) atService(j int32) {
 	g.admit(j)
 }
 
-// arriveAtOnce is call c's attempt, just sent, reaching replica r of
-// service s at once (no network delay, no hedged copies): what
-// atService does, but an attempt turned away is answered without a job.
-func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
-	cl := &g.calls[c]
+// arriveAtOnce is call c's (cl's) attempt, just sent on edge e, reaching
+// replica r of service s at once (no network delay, no hedged copies):
+// what atService does, but an attempt turned away is answered without a
+// job.
+func (g *graph) arriveAtOnce(c int32, cl *call, e *edge, s *service, r int32) {
 	fleet := cl.fleetCall()
 	k := g.arrival(s, r, fleet)
 	g.arrivedAt(cl, c, cl.tag, k)
@@ -199,7 +199,7 @@ func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
 		// caller waits for it still (try makes no attempt past its
 		// deadline, and a timeout ends after the attempt's start), so
 		// the answer's response is its outcome.
-		g.outcome(c, o)
+		g.outcomeAt(c, e, s, o)
 		return
 	}
 	if g.waiters && !s.room(g.now, r) {
@@ -207,7 +207,7 @@ func (g *graph) arriveAtOnce(c int32, s *service, svc, r int32) {
 		g.expire(c, cl.tag)
 		return
 	}
-	j := g.newJob(c, cl.tag, svc, r, g.now)
+	j := g.newJob(c, cl.tag, s.index, r, g.now)
 	g.jobs[j].queuedAt = g.now
 	g.admit(j)
 }
