@@ -250,13 +250,12 @@ func (g *graph) addCall() int32 {
 	return c
 }
 
-// retryState puts call c's strategies.Request together, from the parts
-// the graph keeps, in g.retry, and returns it for a call to its policy;
-// setRetryState keeps what the call changed. (A Request on the stack
-// would escape to the heap through the policy's interfaces: an
+// retryState puts call c's (cl's) strategies.Request together, from the
+// parts the graph keeps, in g.retry, and returns it for a call to its
+// policy; setRetryState keeps what the call changed. (A Request on the
+// stack would escape to the heap through the policy's interfaces: an
 // allocation per call.)
-func (g *graph) retryState(c int32) *strategies.Request {
-	cl := &g.calls[c]
+func (g *graph) retryState(c int32, cl *call) *strategies.Request {
 	q := &g.retry
 	*q = strategies.Request{Attempts: cl.attempts, Backoff: strategies.BackoffState{K: cl.backoffK}}
 	if g.memory != nil {
@@ -266,9 +265,9 @@ func (g *graph) retryState(c int32) *strategies.Request {
 	return q
 }
 
-// setRetryState keeps g.retry as call c's strategies.Request.
-func (g *graph) setRetryState(c int32) {
-	cl, q := &g.calls[c], &g.retry
+// setRetryState keeps g.retry as call c's (cl's) strategies.Request.
+func (g *graph) setRetryState(c int32, cl *call) {
+	q := &g.retry
 	cl.attempts, cl.backoffK = q.Attempts, q.Backoff.K
 	if g.memory != nil {
 		g.memory[c] = retryMemory{first: q.First, prev: q.Backoff.Prev, cost: q.Cost}
@@ -362,8 +361,8 @@ func (g *graph) try(c int32, cl *call) {
 	if s.cache != nil && g.lookup(s, c) {
 		return
 	}
-	permit, d, ok := e.policy.Begin(e.sender(cl.sender), g.retryState(c), g.now, g.rRetry)
-	g.setRetryState(c)
+	permit, d, ok := e.policy.Begin(e.sender(cl.sender), g.retryState(c, cl), g.now, g.rRetry)
+	g.setRetryState(c, cl)
 	if !ok {
 		if cl.fleetCall() {
 			switch d.Local {
@@ -612,13 +611,12 @@ func (g *graph) outcomeAt(c int32, e *edge, s *service, o strategies.Outcome) {
 	}
 	if sd := e.sender(cl.sender); cl.fleetCall() && g.fleet.rates.throttle != nil {
 		r0, on0 := g.fleet.rates.rate(sd)
-		d = e.policy.Done(sd, g.retryState(c), permit, g.now, &res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c, cl), permit, g.now, &res, g.rRetry)
 		g.fleet.rates.changed(sd, r0, on0)
 	} else {
-		d = e.policy.Done(sd, g.retryState(c), permit, g.now, &res, g.rRetry)
+		d = e.policy.Done(sd, g.retryState(c, cl), permit, g.now, &res, g.rRetry)
 	}
-	g.setRetryState(c)
-	cl = &g.calls[c]
+	g.setRetryState(c, cl)
 	if d.Reason == strategies.BudgetDenied && cl.fleetCall() && e.policy.Budget.HeldByGroup() {
 		g.run.SharedBudgetDenied++
 	}
@@ -825,8 +823,8 @@ func (g *graph) cancel(c int32) {
 		}
 	}
 	if e := &g.edges[g.edgeOf(c)]; e.senders != nil && (cl.state == stInFlight || cl.state == stWaiting) {
-		e.policy.Cancel(e.sender(cl.sender), g.retryState(c), cl.state == stInFlight && cl.flags&flagCached == 0)
-		g.setRetryState(c)
+		e.policy.Cancel(e.sender(cl.sender), g.retryState(c, cl), cl.state == stInFlight && cl.flags&flagCached == 0)
+		g.setRetryState(c, cl)
 	}
 	cl.tag++
 }

@@ -71,8 +71,8 @@ func (g *graph) hedgeDue(c, base int32) {
 	}
 	ei := g.edgeOf(c)
 	e := &g.edges[ei]
-	ok := e.policy.AllowHedge(e.sender(cl.sender), g.retryState(c), g.now)
-	g.setRetryState(c)
+	ok := e.policy.AllowHedge(e.sender(cl.sender), g.retryState(c, cl), g.now)
+	g.setRetryState(c, cl)
 	if !ok {
 		return
 	}

@@ -233,7 +233,7 @@ func (f *fleet) replay(g *graph, k int32) {
 	f.dlq[k] = -1 // no longer in the queue
 	f.dead--
 	g.retry = strategies.Request{}
-	g.setRetryState(c)
+	g.setRetryState(c, &g.calls[c])
 	g.calls[c].state = stWaiting
 	g.run.Replayed++
 	g.try(c, &g.calls[c])
