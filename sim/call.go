@@ -199,13 +199,13 @@ func (g *graph) replicaOf(c int32) int32 {
 	return int32(g.replicas[c])
 }
 
-// sentTo notes that call c's attempt in flight went to replica r of its
-// service (not to the cache).
-func (g *graph) sentTo(c, r int32) {
+// sentTo notes that call c's (cl's) attempt in flight went to replica r
+// of its service (not to the cache).
+func (g *graph) sentTo(c int32, cl *call, r int32) {
 	if g.replicas != nil {
 		g.replicas[c] = int16(r)
 	}
-	g.calls[c].flags &^= flagCached
+	cl.flags &^= flagCached
 }
 
 // fleetCall reports whether call cl is a request of the fleet.
@@ -464,7 +464,7 @@ func (g *graph) sendCopy(c int32, cl *call, ei int32, s *service) {
 		return
 	}
 	r := s.pick(g)
-	g.sentTo(c, r)
+	g.sentTo(c, cl, r)
 	s.replicas[r].outstanding++
 	if g.latency.zero() && g.copies == nil {
 		g.arriveAtOnce(c, cl, &g.edges[ei], s, r)

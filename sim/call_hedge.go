@@ -107,7 +107,7 @@ func (g *graph) copyAnswered(c, tag int32, o strategies.Outcome) {
 	k := tag - cp.base
 	cp.done |= 1 << k
 	e := &g.edges[g.edgeOf(c)]
-	g.sentTo(c, cp.replica[k])
+	g.sentTo(c, cl, cp.replica[k])
 	cl.arrived = cp.arrived[k]
 	if o != strategies.Success && bits.OnesCount8(cp.done) < int(cp.sent) {
 		g.copyCounted(c, cl, &g.services[e.callee], o) // another copy may still succeed

@@ -27,7 +27,7 @@ import (
 // before that gives up first (its write still comes, and may commit).
 func (g *graph) occSend(c int32) {
 	cl := &g.calls[c]
-	g.sentTo(c, 0)
+	g.sentTo(c, cl, 0)
 	g.services[g.edges[g.edgeOf(c)].callee].replicas[0].outstanding++
 	read := g.now + g.latency.sample(g.rNet)
 	write := read + g.latency.sample(g.rNet) + g.latency.sample(g.rNet)
