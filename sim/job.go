@@ -479,10 +479,7 @@ func (g *graph) workDone(j int32) {
 			g.run.Wasted++
 		}
 	}
-	if jb.step++; int(jb.step) == len(s.steps) {
-		g.endJob(j, strategies.Success) // what proceed would do: no step left
-		return
-	}
+	jb.step++
 	g.proceed(j)
 }
 

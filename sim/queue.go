@@ -409,18 +409,17 @@ func (q *wheelQueue) ops() int { return 2*int(q.seq) - q.n }
 func (q *wheelQueue) push(at time.Duration, kind uint8, a, b int32) {
 	// Writing the fields in place, rather than copying an event built on
 	// the stack, spares a store-forwarding stall.
+	crowded := false
 	if dst := q.reserve(at); dst != nil {
 		dst.at, dst.sk, dst.a, dst.b = at, q.seq<<8|uint64(kind), a, b
 	} else {
 		q.placeNear(newEvent(at, q.seq, kind, a, b))
-		if len(q.side.items) > q.sideAt {
-			q.check() // side is crowded (only placeNear adds to it)
-		}
+		crowded = len(q.side.items) > q.sideAt // only placeNear adds to side
 	}
 	q.seq++
 	q.n++
-	if q.n > q.growAt {
-		q.check()
+	if q.n > q.growAt || crowded {
+		q.check() // with the event counted
 	}
 }
 
