@@ -89,13 +89,13 @@ strategies:
 	require.Error(t, err)
 	var se *scenarios.Error
 	require.ErrorAs(t, err, &se)
-	// An unlimited queue, where each request's attempts that timed out
-	// wait beside its retry: the queue's entries outweigh the requests.
-	assert.Equal(t, "server.queue", se.Path, "the field that makes it big")
-	assert.Equal(t, 4, se.Line)
-	assert.Equal(t, 9, se.Col)
-	assert.Contains(t, err.Error(), "x.yaml:4:9: server.queue: a run needs about")
-	assert.Contains(t, err.Error(), "a queue of up to 6,000,000 attempts")
+	// The requests outweigh the unlimited queue, where each request's
+	// attempts that timed out wait beside its retry (16 bytes each).
+	assert.Equal(t, "workload.requests", se.Path, "the field that makes it big")
+	assert.Equal(t, 5, se.Line)
+	assert.Equal(t, 22, se.Col)
+	assert.Contains(t, err.Error(), "x.yaml:5:22: workload.requests: a run needs about")
+	assert.Contains(t, err.Error(), "2,000,000 requests x 70 B")
 	assert.Contains(t, err.Error(), "with herdlab's own 48 MB", "the estimate counts herdlab's own memory, and says so")
 	assert.Contains(t, err.Error(), "the limit is")
 

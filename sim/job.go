@@ -538,15 +538,15 @@ func (s *service) prefetchQueued(g *graph, r int32) {
 	if !canPrefetch || n == 0 {
 		return
 	}
-	next, after := 0, 1
+	next, after := q.front(), 1
 	if s.order == lifo {
-		next, after = n-1, n-2
+		next, after = q.at(n-1), n-2
 	}
 	if g.waiters {
-		prefetch(unsafe.Pointer(&g.calls[q.at(next).ref]))
+		prefetch(unsafe.Pointer(&g.calls[next.ref]))
 		return
 	}
-	prefetch(unsafe.Pointer(&g.calls[g.jobs[q.at(next).ref].call]))
+	prefetch(unsafe.Pointer(&g.calls[g.jobs[next.ref].call]))
 	if n > 1 {
 		prefetch(unsafe.Pointer(&g.jobs[q.at(after).ref]))
 	}

@@ -32,16 +32,16 @@ strategies:
 	out := filepath.Join(dir, "out")
 	code, _, stderr := herdlab("run", file, "-o", out, "--max-memory", "8GiB")
 	assert.Equal(t, exitBadInput, code)
-	// Its queue, without a limit, is the biggest part: each request's
-	// attempts that timed out wait beside its retry.
-	assert.Contains(t, stderr, "big.yaml:2:9: server.queue: a run needs about")
-	assert.Contains(t, stderr, "a queue of up to 600,000,000 attempts")
+	// Its requests are the biggest part, then its queue without a limit,
+	// where each request's attempts that timed out wait beside its retry.
+	assert.Contains(t, stderr, "big.yaml:4:13: workload.requests: a run needs about")
+	assert.Contains(t, stderr, "200,000,000 requests x 70 B")
 	assert.Contains(t, stderr, "the limit is 8.0 GB (--max-memory)")
 	assert.NoDirExists(t, out, "nothing is written")
 
 	code, _, stderr = herdlab("check", file, "--max-memory", "8GiB")
 	assert.Equal(t, exitBadInput, code, "check refuses it too")
-	assert.Contains(t, stderr, "server.queue: a run needs about")
+	assert.Contains(t, stderr, "workload.requests: a run needs about")
 
 	// The default limit is this machine's.
 	code, _, stderr = herdlab("run", file, "-o", out, "--max-memory", "100MB")
@@ -228,7 +228,7 @@ server: {concurrency: 10}
 workload: {requests: 20000000}
 strategies:
   - {name: a, backoff: {kind: full-jitter, base: 1s, cap: 10s}, max_attempts: 3}
-`, []string{"--max-memory", "500MB"}, "memory.yaml:2:9: server.queue: a run needs about"},
+`, []string{"--max-memory", "500MB"}, "memory.yaml:3:22: workload.requests: a run needs about"},
 		{"replicas", replicas, nil, "replicas.yaml:4:45: services[0].replicas: 300 buckets a run x 50,005 series (services and replicas) x 1 runs of each strategy make 15,001,500 rows of services.csv"},
 	}
 	for _, tt := range tests {
@@ -308,7 +308,7 @@ strategies:
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, stderr.String())
 	assert.Equal(t, exitBadInput, exit.ExitCode())
-	assert.Contains(t, stderr.String(), "big.yaml:2:9: server.queue: a run needs about")
+	assert.Contains(t, stderr.String(), "big.yaml:3:22: workload.requests: a run needs about")
 	assert.Contains(t, stderr.String(), "the limit is 2.2 GB (--max-memory); by default 3/4 of 3.0 GB, this process's address-space limit (ulimit -v)")
 }
 
