@@ -394,12 +394,23 @@ func zeroed[T any](s []T, n int) []T {
 }
 
 // pageSlots returns the number of slots in a page.
-func (q *wheelQueue) pageSlots() int { return 1 << q.pageBits }
+func (q *wheelQueue) pageSlots() int { return 1 << (q.pageBits & 63) }
+
+// slotOf returns the slot of time at. (The shifts are under 64: masking
+// them says so, and spares each the compiler's guard for a longer one,
+// four instructions natively and more in WebAssembly.)
+func (q *wheelQueue) slotOf(at time.Duration) int64 { return int64(at) >> (q.shift & 63) }
+
+// pageOf returns the page of slot s.
+func (q *wheelQueue) pageOf(s int64) int64 { return s >> (q.pageBits & 63) }
+
+// pageStart returns the first slot of page p.
+func (q *wheelQueue) pageStart(p int64) int64 { return p << (q.pageBits & 63) }
 
 // unloaded returns the events spread into the current page's slots after
 // cur: those not yet loaded into run.
 func (q *wheelQueue) unloaded() []event {
-	return q.spread[q.spreadOff[q.cur+1-q.page<<q.pageBits]:q.spreadOff[q.pageSlots()]]
+	return q.spread[q.spreadOff[q.cur+1-q.pageStart(q.page)]:q.spreadOff[q.pageSlots()]]
 }
 
 // ops returns the number of pushes and pops, ever.
@@ -528,12 +539,12 @@ func (q *wheelQueue) peekTime() (at time.Duration, ok bool) {
 // reserve returns where to store an event at time at if it goes to a slot
 // or to the ring, and nil if it goes to run, side or overflow (placeNear).
 func (q *wheelQueue) reserve(at time.Duration) *event {
-	s := int64(at) >> q.shift
+	s := q.slotOf(at)
 	if s <= q.cur {
 		return nil
 	}
 	// s > cur >= page<<pageBits - 1, so p >= page.
-	switch p := s >> q.pageBits; {
+	switch p := q.pageOf(s); {
 	case p == q.page:
 		i := int(s & q.pageMask)
 		q.inSlots++
@@ -558,7 +569,7 @@ func (q *wheelQueue) place(e *event) {
 // placeNear files e where reserve does not: before the slots in run or
 // side, beyond the ring in overflow.
 func (q *wheelQueue) placeNear(e event) {
-	if int64(e.at)>>q.shift > q.cur {
+	if q.slotOf(e.at) > q.cur {
 		q.overflow.pushEvent(e)
 		return
 	}
@@ -734,7 +745,7 @@ func (q *wheelQueue) advance() bool {
 	// The next occupied slot of the page: there is one, as inSlots > 0.
 	i, scanned, _ := q.nextSlot()
 	q.winScanned += scanned
-	q.cur = q.page<<q.pageBits + int64(i)
+	q.cur = q.pageStart(q.page) + int64(i)
 
 	// Load it into run.
 	q.run, q.runPos = append(q.run[:0], q.spread[q.spreadOff[i]:q.spreadOff[i+1]]...), 0
@@ -765,8 +776,8 @@ func (q *wheelQueue) advance() bool {
 func (q *wheelQueue) turnPage() {
 	if q.inRing == 0 {
 		// Nothing on the ring: jump to the earliest event beyond it.
-		q.page = int64(q.overflow.items[0].at) >> q.shift >> q.pageBits
-		q.cur = q.page<<q.pageBits - 1
+		q.page = q.pageOf(q.slotOf(q.overflow.items[0].at))
+		q.cur = q.pageStart(q.page) - 1
 		clear(q.spreadOff)
 		q.migrate()
 		return
@@ -774,7 +785,7 @@ func (q *wheelQueue) turnPage() {
 	i, scanned := q.nextPage()
 	q.winScanned += scanned
 	q.page += 1 + (int64(i)-q.page-1)&q.ringMask
-	q.cur = q.page<<q.pageBits - 1
+	q.cur = q.pageStart(q.page) - 1
 
 	// Spread the page into the slots: a counting sort into spread.
 	l := &q.ring[i]
@@ -791,7 +802,7 @@ func (q *wheelQueue) turnPage() {
 		}
 		ev := q.events(l, c)
 		for j := range ev {
-			k := int(int64(ev[j].at) >> q.shift & q.pageMask)
+			k := int(q.slotOf(ev[j].at) & q.pageMask)
 			off[k+1]++
 			q.slotsUsed[k>>6] |= 1 << (k & 63)
 		}
@@ -812,7 +823,7 @@ func (q *wheelQueue) turnPage() {
 	for c := l.head; c != 0; {
 		ev := q.events(l, c)
 		for j := range ev {
-			k := int(int64(ev[j].at) >> q.shift & q.pageMask)
+			k := int(q.slotOf(ev[j].at) & q.pageMask)
 			q.spread[fill[k]] = ev[j]
 			fill[k]++
 		}
@@ -828,8 +839,7 @@ func (q *wheelQueue) turnPage() {
 // migrate moves the events of overflow that the ring now covers onto it.
 func (q *wheelQueue) migrate() {
 	for len(q.overflow.items) > 0 {
-		s := int64(q.overflow.items[0].at) >> q.shift
-		p := s >> q.pageBits
+		p := q.pageOf(q.slotOf(q.overflow.items[0].at))
 		if p-q.page > q.ringMask { // p >= page
 			return
 		}
@@ -1020,15 +1030,15 @@ func (q *wheelQueue) rebuild(shift, pageBits, ringBits uint, base time.Duration)
 	q.scratch = old
 	spread := q.unloaded() // resize empties spreadOff, not spread
 	q.resize(shift, pageBits, ringBits)
-	q.page = int64(base) >> shift >> pageBits
-	q.cur = q.page<<pageBits - 1
+	q.page = q.pageOf(q.slotOf(base))
+	q.cur = q.pageStart(q.page) - 1
 	q.inSlots, q.inRing = 0, 0
 	q.rebuilds++
 
 	// Overflow, compacted in place.
 	of, j := q.overflow.items, 0
 	for i := range of {
-		if p := int64(of[i].at) >> shift >> pageBits; p-q.page > q.ringMask {
+		if p := q.pageOf(q.slotOf(of[i].at)); p-q.page > q.ringMask {
 			of[j] = of[i]
 			j++
 		} else {
