@@ -13,8 +13,7 @@ import (
 // TestDequeIsASlice drives a deque and a plain slice through the same
 // random pushes, pops at either end and removals, and holds the two to
 // the same jobs in the same order: while it has one block, and as it
-// grows to thousands of waiters in many blocks, its ring doubled with
-// the front in the middle of a block, and drains again.
+// grows to thousands of waiters in many blocks and drains again.
 func TestDequeIsASlice(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	var d deque
@@ -32,11 +31,9 @@ func TestDequeIsASlice(t *testing.T) {
 	for step := range steps {
 		// Pushes outnumber pops for the first half and pops the
 		// pushes after.
-		push := 5
+		push := 3
 		if step < steps/2 {
 			push = 7
-		} else {
-			push = 3
 		}
 		switch op := rng.IntN(10); {
 		case op < push || len(want) == 0:
@@ -76,7 +73,7 @@ func TestDequeIsASlice(t *testing.T) {
 }
 
 // TestDequeGrowsFromTheMiddleOfABlock fills a deque whose front is in
-// the middle of a block, so that its ring doubles with the last waiters
+// the middle of a block, so that its ring grows with the last waiters
 // before the front in the front's block: they move to a block of their
 // own, in order.
 func TestDequeGrowsFromTheMiddleOfABlock(t *testing.T) {

@@ -158,8 +158,9 @@ const (
 	eventsPerCall    = 2
 	lockstepEvents   = 3
 	// queueEntryBytes is an attempt's entry in a replica's waiting room
-	// (a waiter), a ring that grows by an eighth (see deque). A request may wait
-	// there maxWaiting times at once: attempts that timed out stay
+	// (a waiter), in a ring that grows by an eighth (see deque). A
+	// request may wait there maxWaiting times at once: attempts that
+	// timed out stay
 	// queued beside their retries (measured: 2.15 entries a request,
 	// 500,000 requests through a 30 s outage into an unlimited queue).
 	queueEntryBytes = int64(unsafe.Sizeof(waiter{})) * 9 / 8

@@ -178,20 +178,12 @@ func newGraph(sc *scenarios.Scenario, st *scenarios.Strategy, run int, seed uint
 	g.report = services
 	g.sides = needsOf(deployed, policies, sc.Workload.Workers > 0).newSides(capacity)
 	g.waiters = g.links == nil && g.copies == nil && g.keys == nil && g.latency.zero()
-	if g.waiters {
-		// A job is an attempt in service: room for as many as the
-		// services have slots (up to a request each), where growing
-		// by appending would leave the smaller tables behind.
-		slots := 0
-		for i := range g.services {
-			c := g.services[i].cfg
-			if c.Concurrency.Unlimited() {
-				slots = capacity
-				break
-			}
-			slots += int(c.Concurrency) * c.Replicas
-		}
-		slots = min(slots, capacity, 1<<17)
+	if c := g.services[g.target].cfg; g.waiters && !c.Concurrency.Unlimited() {
+		// A job is then an attempt in service at the one service
+		// called: room for as many as it has slots (up to a request
+		// each), where growing by appending would leave the smaller
+		// tables behind.
+		slots := min(int(c.Concurrency)*c.Replicas, capacity, 1<<17)
 		g.jobs, g.freeJobs = make([]job, 0, slots), make([]int32, 0, slots)
 	}
 	if g.fleet.rates.throttle != nil {
