@@ -49,7 +49,7 @@ WebAssembly.instantiate(fs.readFileSync(process.argv[3]), go.importObject)
       ends.push(cpu());
     }
     const answer = { start_cpu_s: start, ends_cpu_s: ends, error };
-    process.stdout.write(JSON.stringify(answer), () => process.exit(0));
+    process.stdout.write(JSON.stringify(answer) + "\n", () => process.exit(0));
   })
   .catch((e) => {
     console.error(e);
