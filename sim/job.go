@@ -315,7 +315,7 @@ func (g *graph) admit(j int32) {
 // none hedged, none answered by a cache (whose hit marks the call), and
 // with no network delay (an attempt's sending is its arrival, queuedAt,
 // from which its job's deadline follows); then the queue holds 16 bytes
-// an attempt, not a job's 96, which an unbounded queue of stale
+// an attempt, not a job's 64, which an unbounded queue of stale
 // attempts makes count.
 type waiter struct {
 	ref, tag int32
