@@ -64,9 +64,7 @@ import (
 //
 //	go test ./web/wasm -pgo=cmd/herdlab/default.pgo -run '^$' -bench AgainstNative -benchtime 3x -count 5
 func BenchmarkAgainstNative(b *testing.B) {
-	if pgo := buildSetting("-pgo"); !strings.HasSuffix(pgo, filepath.Join("cmd", "herdlab", "default.pgo")) {
-		b.Skipf("built with -pgo=%q: run with the herdlab command's profile (go test ./web/wasm -pgo=cmd/herdlab/default.pgo -bench AgainstNative), so that the native side is built as the command is", pgo)
-	}
+	skipUnlessCommandProfile(b)
 	node, wasmExec, module := buildModule(b)
 	file := filepath.Join("..", "..", "scenarios", "thundering-herd.yaml")
 	src, err := os.ReadFile(file)
@@ -81,14 +79,9 @@ func BenchmarkAgainstNative(b *testing.B) {
 	ctx := context.Background()
 	var native, nativeSim, start, first, second, settled time.Duration
 	for b.Loop() {
-		t := processCPU()
-		res := lab.Run(ctx, string(src), file, lab.Options{MaxMemory: 2 << 30, Parallel: 1, Progress: func(float64) {}})
-		native += processCPU() - t
-		if res.Error != "" {
-			b.Fatal(res.Error)
-		}
+		native += nativeRun(b, src, file)
 
-		t = processCPU()
+		t := processCPU()
 		if _, err := sim.Run(ctx, sc, sim.Options{Parallel: 1, Progress: func(int) {}}); err != nil {
 			b.Fatal(err)
 		}
@@ -110,6 +103,30 @@ func BenchmarkAgainstNative(b *testing.B) {
 	b.ReportMetric(settled.Seconds()/native.Seconds(), "wasm-settled/native")
 	b.ReportMetric(second.Seconds()/native.Seconds(), "wasm-second/native")
 	b.ReportMetric(first.Seconds()/native.Seconds(), "wasm-first/native")
+}
+
+// skipUnlessCommandProfile skips a benchmark against native code unless
+// this test binary is built with the herdlab command's profile
+// (cmd/herdlab/default.pgo), so that its native side is built as the
+// command is.
+func skipUnlessCommandProfile(b *testing.B) {
+	b.Helper()
+	if pgo := buildSetting("-pgo"); !strings.HasSuffix(pgo, filepath.Join("cmd", "herdlab", "default.pgo")) {
+		b.Skipf("built with -pgo=%q: run with the herdlab command's profile (go test ./web/wasm -pgo=cmd/herdlab/default.pgo -bench %s), so that the native side is built as the command is", pgo, strings.TrimPrefix(b.Name(), "Benchmark"))
+	}
+}
+
+// nativeRun runs src natively as herdlab ui's engine runs it for the page
+// (lab.Run, one run at a time), and returns its CPU time.
+func nativeRun(b *testing.B, src []byte, file string) time.Duration {
+	b.Helper()
+	t := processCPU()
+	res := lab.Run(context.Background(), string(src), file, lab.Options{MaxMemory: 2 << 30, Parallel: 1, Progress: func(float64) {}})
+	cpu := processCPU() - t
+	if res.Error != "" {
+		b.Fatal(res.Error)
+	}
+	return cpu
 }
 
 // moduleRuns runs file through the module five times in one Node.js
@@ -236,7 +253,7 @@ func processCPU() time.Duration {
 //   - compile-ms/KB: what the optimising compiler costs a KB of the
 //     module's code, every thread's CPU time, timed by a program that
 //     compiles the whole module and does nothing else
-//     (testdata/compile.cjs).
+//     (testdata/compile.cjs), over code-KB, the module's code.
 //   - first-optimised-KB: the code (function bodies) that V8 compiles
 //     with its optimising compiler during a first run as the site's
 //     worker makes it (node --trace-wasm-compilation-times; the same
@@ -255,9 +272,7 @@ func processCPU() time.Duration {
 //
 //	go test ./web/wasm -pgo=cmd/herdlab/default.pgo -run '^$' -bench FirstRunFloor -benchtime 2x -count 6
 func BenchmarkFirstRunFloor(b *testing.B) {
-	if pgo := buildSetting("-pgo"); !strings.HasSuffix(pgo, filepath.Join("cmd", "herdlab", "default.pgo")) {
-		b.Skipf("built with -pgo=%q: run with the herdlab command's profile (go test ./web/wasm -pgo=cmd/herdlab/default.pgo -bench FirstRunFloor), so that the native side is built as the command is", pgo)
-	}
+	skipUnlessCommandProfile(b)
 	node, wasmExec, module := buildModule(b)
 	code, names := wasmFunctions(b, module)
 	const engine = "github.com_zeontools_herdlab_sim."
@@ -271,16 +286,11 @@ func BenchmarkFirstRunFloor(b *testing.B) {
 	}
 	defer gcfloor.Set(sim.HeapFloor)()
 	ahead := []string{"--no-liftoff", "--no-wasm-lazy-compilation"}
-	trace := []string{"--trace-wasm-compilation-times"}
+	traced := []string{"--trace-wasm-compilation-times"}
 	var native, compile, aheadFirst, baselineFirst time.Duration
 	var optimised, engineOptimised, secondOptimised int
 	for b.Loop() {
-		t := processCPU()
-		res := lab.Run(context.Background(), string(src), file, lab.Options{MaxMemory: 2 << 30, Parallel: 1, Progress: func(float64) {}})
-		native += processCPU() - t
-		if res.Error != "" {
-			b.Fatal(res.Error)
-		}
+		native += nativeRun(b, src, file)
 
 		out, err := exec.Command(node, append(slices.Clone(ahead), filepath.Join("testdata", "compile.cjs"), module)...).Output()
 		if err != nil {
@@ -302,9 +312,9 @@ func BenchmarkFirstRunFloor(b *testing.B) {
 		// What V8 optimised in a process that made no run, one run and
 		// two, each taken off the next.
 		var all, eng [3]int
-		for runs := range 3 {
-			_, trace := nodeRuns(b, node, trace, wasmExec, module, file, runs)
-			all[runs], eng[runs] = optimisedBytes(b, trace, names, engine)
+		for k := range 3 {
+			_, trace := nodeRuns(b, node, traced, wasmExec, module, file, k)
+			all[k], eng[k] = optimisedBytes(b, trace, names, engine)
 		}
 		optimised += all[1] - all[0]
 		engineOptimised += eng[1] - eng[0]
@@ -317,6 +327,7 @@ func BenchmarkFirstRunFloor(b *testing.B) {
 	b.ReportMetric(aheadFirst.Seconds()/n/nat, "ahead-first/native")
 	b.ReportMetric(baselineFirst.Seconds()/n/nat, "baseline-first/native")
 	b.ReportMetric(perKB*1000, "compile-ms/KB")
+	b.ReportMetric(float64(code)/1024, "code-KB")
 	b.ReportMetric(float64(optimised)/n/1024, "first-optimised-KB")
 	b.ReportMetric(float64(engineOptimised)/n/1024, "engine-optimised-KB")
 	b.ReportMetric((aheadFirst.Seconds()/n+perKB*float64(optimised)/n/1024)/nat, "first-floor/native")
